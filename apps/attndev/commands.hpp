@@ -1,0 +1,30 @@
+// One function per subcommand; each adds itself to the CLI11 app and sets its callback.
+// main.cpp calls them all explicitly (a registry with one call site, STYLE.md #6).
+//
+// A callback reports its exit code by throwing CommandExit (so that RAII cleanup runs) or by
+// returning normally (exit 0). Usage errors throw UsageError (exit 2).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace attndev::app {
+
+struct CommandExit {
+  int code;
+};
+
+// Bad input from the user: printed as "attndev <cmd>: error: <what>" and exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void add_list_command(CLI::App& app);
+void add_point_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace attndev::app

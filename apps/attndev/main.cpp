@@ -1,0 +1,60 @@
+// attndev: measures the numeric deviation of attention kernels from an FP64 golden.
+#include <CLI/CLI.hpp>
+#include <spdlog/cfg/env.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "version.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attndev::app;
+  spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
+  spdlog::set_level(spdlog::level::info);
+  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug etc.
+
+  CLI::App app{"attndev: numeric deviation of attention kernels (Flash vs baseline vs FP64)",
+               "attndev"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("attndev ") + version_string() + " (git " +
+                                        git_revision() + ", " + compiler_string() + ")");
+  int verbosity = 0;
+  app.add_flag("-v,--verbose", verbosity, "More log output (repeat for trace)");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Only warnings and errors");
+  app.parse_complete_callback([&] {
+    if (quiet) spdlog::set_level(spdlog::level::warn);
+    if (verbosity == 1) spdlog::set_level(spdlog::level::debug);
+    if (verbosity >= 2) spdlog::set_level(spdlog::level::trace);
+  });
+
+  add_list_command(app);
+  add_point_command(app);
+  add_bench_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the usage hint
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "attndev: error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const CommandExit& e) {
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attndev: failed: %s\n", e.what());
+    return kExitFailure;
+  }
+  return kExitOk;
+}

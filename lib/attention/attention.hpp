@@ -1,0 +1,99 @@
+// The CPU attention emulator: one entry point over every algorithm and precision policy.
+//
+// Nothing here knows about configs or the CLI (see STYLE.md #4): callers hand in tensors, a
+// policy and options; the result is the output tensor (and the log-sum-exp where the algorithm
+// produces one).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "numerics/policy.hpp"
+
+namespace attndev::attention {
+
+enum class Algorithm : unsigned char { baseline, flash1, flash2 };
+
+inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
+                                               Algorithm::flash2};
+
+const char* algorithm_name(Algorithm a);
+bool parse_algorithm(std::string_view text, Algorithm& out);
+const char* algorithm_description(Algorithm a);
+
+// Where the softmax scale is applied: to the scores S = (QK^T) * scale (what FA kernels do), or
+// folded into Q before the first matmul (Q' = round_input(Q * scale), as some frameworks do).
+enum class ScalePlacement : unsigned char { scores, query };
+
+struct Shape {
+  int batch = 1;
+  int heads = 1;
+  int seq_q = 0;
+  int seq_kv = 0;
+  int head_dim = 0;
+};
+
+// A (B, H, N, D) tensor, row-major, values held as double. Values are exactly representable in
+// whatever format the producer rounded them to (inputs: the policy's `input` format).
+struct Tensor {
+  int batch = 0, heads = 0, rows = 0, cols = 0;
+  std::vector<double> data;
+
+  Tensor() = default;
+  Tensor(int b, int h, int n, int d)
+      : batch(b), heads(h), rows(n), cols(d), data(static_cast<std::size_t>(b) * h * n * d) {}
+  std::size_t index(int b, int h, int n, int d) const {
+    return ((static_cast<std::size_t>(b) * heads + h) * rows + n) * cols + d;
+  }
+  double& at(int b, int h, int n, int d) { return data[index(b, h, n, d)]; }
+  double at(int b, int h, int n, int d) const { return data[index(b, h, n, d)]; }
+  // First element of the (rows, cols) matrix of batch b, head h.
+  const double* head_ptr(int b, int h) const { return data.data() + index(b, h, 0, 0); }
+  double* head_ptr(int b, int h) { return data.data() + index(b, h, 0, 0); }
+};
+
+struct Inputs {
+  Tensor q;  // (B, H, N_q, d)
+  Tensor k;  // (B, H, N_kv, d)
+  Tensor v;  // (B, H, N_kv, d)
+  Shape shape() const { return {q.batch, q.heads, q.rows, k.rows, q.cols}; }
+};
+
+struct Options {
+  bool causal = false;
+  ScalePlacement scale_placement = ScalePlacement::scores;
+  std::optional<double> scale;  // default 1/sqrt(d)
+  int block_r = 64;             // Br: rows of Q per tile (flash algorithms)
+  int block_c = 64;             // Bc: rows of K/V per tile (flash algorithms)
+  int threads = 0;              // 0: all hardware threads
+};
+
+// Causal masking aligns the bottom-right corners (FlashAttention >= 2.1): query row i may see key
+// column j iff j <= i + (N_kv - N_q). With N_q > N_kv the first rows see no key at all; such
+// fully masked rows output 0 (never NaN) and have lse = -inf.
+inline bool causal_visible(int i, int j, int seq_q, int seq_kv) {
+  return static_cast<long>(j) <= static_cast<long>(i) + (seq_kv - seq_q);
+}
+
+struct Output {
+  Tensor o;                 // (B, H, N_q, d), values in the policy's `output` format
+  std::vector<double> lse;  // (B, H, N_q) log-sum-exp of the scaled scores (natural log);
+                            // empty for algorithms that do not produce it
+};
+
+// Throws std::invalid_argument with a message naming the bad field for impossible arguments
+// (tile < 1, mismatched shapes, d < 1, ...).
+Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
+           const Options& options);
+
+// The FP64 golden: `baseline` under the fp64 policy (same code, not a second formula).
+Output golden(const Inputs& inputs, const Options& options);
+
+// FLOPs of one attention forward pass (4 * B * H * N_q * N_kv * d, halved-ish when causal:
+// counts only the visible (i, j) pairs), for throughput figures.
+double forward_flops(const Shape& shape, bool causal);
+
+}  // namespace attndev::attention

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what attndev needs from Debian's packages, only what is missing; quiet and idempotent.
+# Usage: scripts/setup.sh            (build + test dependencies)
+#        ATTNDEV_SETUP_EXTRA="pkg …"  (more packages, e.g. for SLURM tests)
+set -euo pipefail
+
+packages=(cmake ninja-build g++ git pkg-config
+          libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libeigen3-dev
+          python3 python3-numpy python3-scipy python3-matplotlib)
+# shellcheck disable=SC2206
+packages+=(${ATTNDEV_SETUP_EXTRA:-})
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "setup.sh: missing packages ${missing[*]} and not root (no sudo): install them and rerun" >&2
+    exit 1
+  fi
+fi
+echo "setup.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
