@@ -1,0 +1,55 @@
+#include "io/markdown.hpp"
+
+#include <cctype>
+
+namespace attndev::io {
+
+namespace {
+
+std::string escape_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool looks_numeric(const std::string& s) {
+  if (s.empty() || s == "nan" || s == "inf" || s == "-inf" || s == "-") return true;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+' &&
+        c != 'e' && c != 'x')
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string markdown_table(const std::vector<std::string>& header,
+                           const std::vector<std::vector<std::string>>& rows) {
+  std::string out = "|";
+  for (const std::string& h : header) out += " " + escape_cell(h) + " |";
+  out += "\n|";
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    bool numeric = !rows.empty();
+    for (const auto& row : rows)
+      if (c < row.size() && !looks_numeric(row[c])) numeric = false;
+    out += numeric ? " ---: |" : " --- |";
+  }
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (std::size_t c = 0; c < header.size(); ++c)
+      out += " " + (c < row.size() ? escape_cell(row[c]) : std::string()) + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace attndev::io
