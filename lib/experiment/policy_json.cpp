@@ -1,0 +1,183 @@
+#include "experiment/policy_json.hpp"
+
+#include <vector>
+
+#include "experiment/suggest.hpp"
+
+namespace attndev::experiment {
+
+namespace {
+
+using numerics::Format;
+using numerics::Overflow;
+using numerics::PrecisionPolicy;
+using numerics::Stage;
+
+constexpr std::string_view kFmaKey = "fma";
+constexpr std::string_view kOverflowKey = "fp8_overflow";
+constexpr std::string_view kBaseKey = "base";
+
+std::vector<std::string_view> object_keys() {
+  std::vector<std::string_view> keys = {kBaseKey};
+  for (Stage s : numerics::kAllStages) keys.push_back(numerics::stage_name(s));
+  keys.push_back(kFmaKey);
+  keys.push_back(kOverflowKey);
+  return keys;
+}
+
+std::vector<std::string_view> preset_names() {
+  std::vector<std::string_view> names;
+  for (const numerics::PolicyPreset& p : numerics::kPolicyPresets) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string_view> format_names() {
+  std::vector<std::string_view> names;
+  for (Format f : numerics::kAllFormats) names.push_back(numerics::format_name(f));
+  return names;
+}
+
+// Only saturate and nan are offered: e4m3 has no infinity to overflow to.
+const char* overflow_name(Overflow o) {
+  switch (o) {
+    case Overflow::saturate: return "saturate";
+    case Overflow::to_nan: return "nan";
+    case Overflow::to_inf: return "inf";
+  }
+  return "?";
+}
+
+std::string type_of(const nlohmann::json& v) { return v.type_name(); }
+
+bool parse_preset(const nlohmann::json& value, PrecisionPolicy& out, std::string& error) {
+  if (!value.is_string()) {
+    error = "preset must be a string, got " + type_of(value);
+    return false;
+  }
+  const std::string name = value.get<std::string>();
+  if (const numerics::PolicyPreset* p = numerics::find_preset(name)) {
+    out = p->policy;
+    return true;
+  }
+  const auto names = preset_names();
+  error = "unknown policy preset \"" + name + "\"" + did_you_mean(name, names) +
+          "; presets: " + join_names(names);
+  return false;
+}
+
+// How many fields differ: the distance used to pick the canonical base of a custom policy.
+int difference(const PrecisionPolicy& a, const PrecisionPolicy& b) {
+  int n = 0;
+  for (Stage s : numerics::kAllStages) n += a[s] != b[s];
+  return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow);
+}
+
+const numerics::PolicyPreset& nearest_preset(const PrecisionPolicy& policy) {
+  const numerics::PolicyPreset* best = &numerics::kPolicyPresets[0];
+  for (const numerics::PolicyPreset& p : numerics::kPolicyPresets)
+    if (difference(p.policy, policy) < difference(best->policy, policy)) best = &p;
+  return *best;
+}
+
+}  // namespace
+
+bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string& error) {
+  if (value.is_string()) return parse_preset(value, out, error);
+  if (!value.is_object()) {
+    error = "a policy is a preset name or an object {\"base\": preset, <stage>: format, ...}, got " +
+            type_of(value);
+    return false;
+  }
+  // Without "base" the unnamed stages are fp64: a fully spelled-out policy needs no preset.
+  PrecisionPolicy policy = numerics::kGoldenPolicy;
+  if (const auto it = value.find(kBaseKey); it != value.end()) {
+    if (!parse_preset(*it, policy, error)) {
+      error = "\"base\": " + error;
+      return false;
+    }
+  }
+  const auto keys = object_keys();
+  for (const auto& [key, v] : value.items()) {
+    if (key == kBaseKey) continue;
+    if (key == kFmaKey) {
+      if (!v.is_boolean()) {
+        error = "\"fma\": must be true or false, got " + type_of(v);
+        return false;
+      }
+      policy.fma = v.get<bool>();
+      continue;
+    }
+    if (key == kOverflowKey) {
+      const std::string o = v.is_string() ? v.get<std::string>() : std::string();
+      if (o == "saturate") {
+        policy.fp8_overflow = Overflow::saturate;
+      } else if (o == "nan") {
+        policy.fp8_overflow = Overflow::to_nan;
+      } else {
+        error = "\"fp8_overflow\": must be \"saturate\" or \"nan\", got " + v.dump();
+        return false;
+      }
+      continue;
+    }
+    const Stage* stage = nullptr;
+    for (const Stage& s : numerics::kAllStages)
+      if (key == numerics::stage_name(s)) stage = &s;
+    if (!stage) {
+      error = "unknown key \"" + key + "\"" + did_you_mean(key, keys) +
+              "; valid keys: " + join_names(keys);
+      return false;
+    }
+    const auto formats = format_names();
+    if (!v.is_string()) {
+      error = "\"" + key + "\": a format name is expected (" + join_names(formats) + "), got " +
+              type_of(v);
+      return false;
+    }
+    const std::string name = v.get<std::string>();
+    Format f;
+    if (!numerics::parse_format(name, f)) {
+      error = "\"" + key + "\": unknown format \"" + name + "\"" + did_you_mean(name, formats) +
+              "; valid formats: " + join_names(formats);
+      return false;
+    }
+    policy.at(*stage) = f;
+  }
+  out = policy;
+  return true;
+}
+
+nlohmann::json policy_to_json(const PrecisionPolicy& policy) {
+  const numerics::PolicyPreset& base = nearest_preset(policy);
+  if (base.policy == policy) return std::string(base.name);
+  nlohmann::json j = nlohmann::json::object();
+  j[std::string(kBaseKey)] = std::string(base.name);
+  for (Stage s : numerics::kAllStages)
+    if (policy[s] != base.policy[s]) j[numerics::stage_name(s)] = numerics::format_name(policy[s]);
+  if (policy.fma != base.policy.fma) j[std::string(kFmaKey)] = policy.fma;
+  if (policy.fp8_overflow != base.policy.fp8_overflow)
+    j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
+  return j;
+}
+
+nlohmann::json policy_stages_json(const PrecisionPolicy& policy) {
+  nlohmann::json j = nlohmann::json::object();
+  for (Stage s : numerics::kAllStages) j[numerics::stage_name(s)] = numerics::format_name(policy[s]);
+  j[std::string(kFmaKey)] = policy.fma;
+  j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
+  return j;
+}
+
+std::string policy_label(const PrecisionPolicy& policy) {
+  const numerics::PolicyPreset& base = nearest_preset(policy);
+  if (base.policy == policy) return std::string(base.name);
+  std::string label = "custom(" + std::string(base.name);
+  for (Stage s : numerics::kAllStages)
+    if (policy[s] != base.policy[s])
+      label += std::string("+") + numerics::stage_name(s) + "=" + numerics::format_name(policy[s]);
+  if (policy.fma != base.policy.fma) label += policy.fma ? "+fma=true" : "+fma=false";
+  if (policy.fp8_overflow != base.policy.fp8_overflow)
+    label += std::string("+fp8_overflow=") + overflow_name(policy.fp8_overflow);
+  return label + ")";
+}
+
+}  // namespace attndev::experiment
