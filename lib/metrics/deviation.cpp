@@ -83,7 +83,7 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
     const double xi = x[i], ri = reference[i];
     if (!std::isfinite(xi)) continue;  // matching infinities: zero error, outside the norms
     const double diff = xi - ri;
-    const double dev = std::fabs(diff) - d.mean_abs;
+    const double dev = (std::fabs(diff) - d.mean_abs) / scale_d;
     sq_dev.add(dev * dev);
     sq_diff.add((diff / scale_d) * (diff / scale_d));
     const double xs = xi / scale_x, rs = ri / scale_r;
@@ -91,7 +91,7 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
     sq_ref.add(rs * rs);
     dot.add(xs * rs);
   }
-  d.std_abs = std::sqrt(sq_dev.value() / n);
+  d.std_abs = scale_d * std::sqrt(sq_dev.value() / n);
   const double norm_diff = scale_d * std::sqrt(sq_diff.value());
   d.rmse = scale_d * std::sqrt(sq_diff.value() / n);
   const double norm_ref = scale_r * std::sqrt(sq_ref.value());

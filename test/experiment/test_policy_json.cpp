@@ -1,0 +1,147 @@
+// Policy JSON: every preset and random custom policies round-trip; every bad key, format or
+// preset is refused with a message that says what was meant and what is valid.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <random>
+
+#include "experiment/policy_json.hpp"
+#include "experiment/suggest.hpp"
+
+using namespace attndev;
+using nlohmann::json;
+using numerics::Format;
+using numerics::PrecisionPolicy;
+
+namespace {
+
+PrecisionPolicy parse_ok(const json& j) {
+  PrecisionPolicy p;
+  std::string error;
+  INFO(j.dump());
+  REQUIRE(experiment::parse_policy(j, p, error));
+  return p;
+}
+
+std::string parse_error(const json& j) {
+  PrecisionPolicy p = numerics::kGoldenPolicy;
+  p.fma = false;  // sentinel: a failed parse must not touch the output
+  std::string error;
+  INFO(j.dump());
+  CHECK_FALSE(experiment::parse_policy(j, p, error));
+  CHECK_FALSE(p.fma);
+  CHECK_FALSE(error.empty());
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("every preset parses by name and serializes to its name", "[policy_json]") {
+  int presets = 0;
+  for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets) {
+    CAPTURE(preset.name);
+    const json name = std::string(preset.name);
+    CHECK(parse_ok(name) == preset.policy);
+    CHECK(experiment::policy_to_json(preset.policy) == name);
+    CHECK(experiment::policy_label(preset.policy) == preset.name);
+    CHECK(parse_ok(json{{"base", preset.name}}) == preset.policy);
+    ++presets;
+  }
+  CHECK(presets >= 9);
+}
+
+TEST_CASE("an object overrides stages of its base", "[policy_json]") {
+  const PrecisionPolicy p = parse_ok(json::parse(
+      R"({"base": "kernel-bf16", "prob": "fp32", "fma": false, "fp8_overflow": "nan"})"));
+  PrecisionPolicy expected = numerics::find_preset("kernel-bf16")->policy;
+  expected.prob = Format::fp32;
+  expected.fma = false;
+  expected.fp8_overflow = numerics::Overflow::to_nan;
+  CHECK(p == expected);
+  const json j = experiment::policy_to_json(p);
+  CHECK(j == json::parse(
+                 R"({"base": "kernel-bf16", "prob": "fp32", "fma": false, "fp8_overflow": "nan"})"));
+  CHECK(experiment::policy_label(p) ==
+        "custom(kernel-bf16+prob=fp32+fma=false+fp8_overflow=nan)");
+  // Aliases of parse_format are accepted; without "base" the other stages are fp64.
+  const PrecisionPolicy q = parse_ok(json{{"score", "bfloat16"}, {"output", "e4m3"}});
+  PrecisionPolicy golden_with = numerics::kGoldenPolicy;
+  golden_with.score = Format::bf16;
+  golden_with.output = Format::fp8_e4m3;
+  CHECK(q == golden_with);
+}
+
+TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
+  const std::uint32_t seed = 20240501;
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  constexpr std::array<Format, 7> kFormats = {Format::fp64, Format::fp32,     Format::tf32,
+                                              Format::fp16, Format::bf16,     Format::fp8_e4m3,
+                                              Format::fp8_e5m2};
+  int custom = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    PrecisionPolicy p;
+    for (numerics::Stage s : numerics::kAllStages) p.at(s) = kFormats[rng() % kFormats.size()];
+    p.fma = rng() % 2;
+    p.fp8_overflow = rng() % 2 ? numerics::Overflow::saturate : numerics::Overflow::to_nan;
+    // Half the trials: a preset with one or two stages changed, the usual shape of a custom policy.
+    if (trial % 2) {
+      p = numerics::kPolicyPresets[rng() % std::size(numerics::kPolicyPresets)].policy;
+      p.at(numerics::kAllStages[rng() % 7]) = kFormats[rng() % kFormats.size()];
+      if (rng() % 3 == 0) p.fma = !p.fma;
+    }
+    const json j = experiment::policy_to_json(p);
+    CAPTURE(trial, j.dump());
+    custom += j.is_object();
+    CHECK(parse_ok(j) == p);
+    CHECK(parse_ok(json::parse(j.dump())) == p);  // through text, as a config file carries it
+    const json stages = experiment::policy_stages_json(p);
+    CHECK(stages.size() == 9);
+    CHECK(parse_ok(stages) == p);  // the spelled-out form is a valid policy object too
+  }
+  CHECK(custom > 1000);
+}
+
+TEST_CASE("policy errors name the problem and the valid choices", "[policy_json]") {
+  std::string e = parse_error(json{{"base", "kernel-bf16"}, {"probs", "fp32"}});
+  CHECK_THAT(e, Catch::Contains("unknown key \"probs\""));
+  CHECK_THAT(e, Catch::Contains("did you mean \"prob\""));
+  CHECK_THAT(e, Catch::Contains("score_accum"));
+
+  e = parse_error(json{{"base", "kernel-bf16"}, {"score_acum", "fp32"}});
+  CHECK_THAT(e, Catch::Contains("did you mean \"score_accum\""));
+
+  e = parse_error(json{{"base", "kernel-bf16"}, {"prob", "bf17"}});
+  CHECK_THAT(e, Catch::Contains("\"prob\": unknown format \"bf17\""));
+  CHECK_THAT(e, Catch::Contains("fp8-e4m3"));
+  CHECK_THAT(e, Catch::Contains("did you mean \"bf16\""));
+
+  e = parse_error("kernel-bf61");
+  CHECK_THAT(e, Catch::Contains("unknown policy preset \"kernel-bf61\""));
+  CHECK_THAT(e, Catch::Contains("did you mean \"kernel-bf16\""));
+  CHECK_THAT(e, Catch::Contains("torch-math-fp16"));
+
+  e = parse_error(json{{"base", "nope"}});
+  CHECK_THAT(e, Catch::Contains("\"base\": unknown policy preset \"nope\""));
+
+  CHECK_THAT(parse_error(json{{"fma", "yes"}}), Catch::Contains("\"fma\": must be true or false"));
+  CHECK_THAT(parse_error(json{{"fp8_overflow", "inf"}}),
+             Catch::Contains("must be \"saturate\" or \"nan\""));
+  CHECK_THAT(parse_error(json{{"prob", 16}}), Catch::Contains("a format name is expected"));
+  CHECK_THAT(parse_error(json(3.5)), Catch::Contains("a policy is a preset name or an object"));
+}
+
+TEST_CASE("did_you_mean suggests only plausible typos", "[suggest]") {
+  constexpr std::string_view kNames[] = {"input", "score_accum", "score", "stats", "prob",
+                                         "out_accum", "output"};
+  CHECK(experiment::edit_distance("prob", "prob") == 0);
+  CHECK(experiment::edit_distance("porb", "prob") == 1);  // a transposition is one edit
+  CHECK(experiment::edit_distance("", "abc") == 3);
+  CHECK(experiment::edit_distance("Stats", "stats") == 0);
+  CHECK(experiment::nearest_name("ouput", kNames) == std::string_view("output"));
+  CHECK(experiment::nearest_name("out_acc", kNames) == std::string_view("out_accum"));
+  CHECK_FALSE(experiment::nearest_name("completely-else", kNames).has_value());
+  CHECK(experiment::did_you_mean("xyzzy", kNames).empty());
+  CHECK(experiment::did_you_mean("scor", kNames) == " (did you mean \"score\"?)");
+  CHECK(experiment::join_names(std::span(kNames).first(3)) == "input, score_accum, score");
+}
