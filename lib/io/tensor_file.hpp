@@ -39,6 +39,11 @@ struct NamedTensor {
   std::int64_t numel() const;      // product of shape (1 for a scalar)
 };
 
+// Little-endian element codecs shared by the readers and writers. decode_le is exact;
+// encode_le rounds each value once to the dtype (RNE; F16 overflows to inf, NaN stays NaN).
+void decode_le(DType d, const unsigned char* src, std::size_t count, double* dst);
+void encode_le(DType d, std::span<const double> values, std::vector<unsigned char>& out);
+
 // Convenience for writers holding float data (e.g. lib/train weights): copies into doubles.
 NamedTensor make_tensor(std::string name, DType dtype, std::vector<std::int64_t> shape,
                         std::span<const float> values);

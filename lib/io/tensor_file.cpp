@@ -1,0 +1,336 @@
+// Common tensor-file plumbing: dtype table, whole-file reads with limits, atomic writes, loading
+// a file or a folder, and matching two loaded sets by key.
+#include "io/tensor_file.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <system_error>
+#include <unistd.h>
+
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
+#include "numerics/round.hpp"
+
+namespace attndev::io {
+
+namespace fs = std::filesystem;
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::f64:
+      return "F64";
+    case DType::f32:
+      return "F32";
+    case DType::f16:
+      return "F16";
+    case DType::bf16:
+      return "BF16";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::f64:
+      return 8;
+    case DType::f32:
+      return 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+  }
+  return 0;
+}
+
+bool parse_dtype(std::string_view text, DType& out) {
+  if (text == "F64") out = DType::f64;
+  else if (text == "F32") out = DType::f32;
+  else if (text == "F16") out = DType::f16;
+  else if (text == "BF16") out = DType::bf16;
+  else return false;
+  return true;
+}
+
+static_assert(std::endian::native == std::endian::little,
+              "the codecs copy little-endian bytes straight into native integers");
+
+namespace {
+
+double half_to_double(std::uint16_t h) {
+  const int sign = h >> 15;
+  const int exp = (h >> 10) & 0x1f;
+  const int frac = h & 0x3ff;
+  double a;
+  if (exp == 0) a = std::ldexp(static_cast<double>(frac), -24);  // subnormal (or zero)
+  else if (exp == 31) a = frac ? NAN : INFINITY;
+  else a = std::ldexp(static_cast<double>(1024 + frac), exp - 25);
+  return sign ? -a : a;
+}
+
+std::uint16_t double_to_half(double x) {
+  const double r = numerics::round_to(numerics::Format::fp16, x);
+  const std::uint16_t sign = std::signbit(r) ? 0x8000 : 0;
+  if (std::isnan(r)) return sign | 0x7e00;
+  const double a = std::fabs(r);
+  if (std::isinf(a)) return sign | 0x7c00;
+  // After rounding `a` is a representable fp16 value, so both branches below are exact.
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<std::uint16_t>(std::ldexp(a, 24));
+  int e = 0;
+  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  const auto frac = static_cast<std::uint16_t>(std::ldexp(f, 11) - 1024.0);
+  return sign | static_cast<std::uint16_t>((e - 1 + 15) << 10) | frac;
+}
+
+double bf16_to_double(std::uint16_t h) {
+  return static_cast<double>(numerics::float_from_bits(std::uint32_t{h} << 16));
+}
+
+std::uint16_t double_to_bf16(double x) {
+  const double r = numerics::round_to(numerics::Format::bf16, x);
+  if (std::isnan(r)) return std::signbit(r) ? 0xffc0 : 0x7fc0;
+  // r is a bf16 value: the float holding it has zero low 16 bits.
+  return static_cast<std::uint16_t>(numerics::bits_of(static_cast<float>(r)) >> 16);
+}
+
+template <class U>
+U load(const unsigned char* p) {
+  U u;
+  std::memcpy(&u, p, sizeof u);
+  return u;
+}
+
+template <class U>
+void append(std::vector<unsigned char>& out, U u) {
+  unsigned char b[sizeof u];
+  std::memcpy(b, &u, sizeof u);
+  out.insert(out.end(), b, b + sizeof u);
+}
+
+}  // namespace
+
+void decode_le(DType d, const unsigned char* src, std::size_t count, double* dst) {
+  const std::size_t size = dtype_size(d);
+  for (std::size_t i = 0; i < count; ++i, src += size) {
+    switch (d) {
+      case DType::f64:
+        dst[i] = load<double>(src);
+        break;
+      case DType::f32:
+        dst[i] = static_cast<double>(load<float>(src));
+        break;
+      case DType::f16:
+        dst[i] = half_to_double(load<std::uint16_t>(src));
+        break;
+      case DType::bf16:
+        dst[i] = bf16_to_double(load<std::uint16_t>(src));
+        break;
+    }
+  }
+}
+
+void encode_le(DType d, std::span<const double> values, std::vector<unsigned char>& out) {
+  out.reserve(out.size() + values.size() * dtype_size(d));
+  for (double x : values) {
+    switch (d) {
+      case DType::f64:
+        append(out, x);
+        break;
+      case DType::f32:
+        append(out, static_cast<float>(x));  // one RNE rounding from double
+        break;
+      case DType::f16:
+        append(out, double_to_half(x));
+        break;
+      case DType::bf16:
+        append(out, double_to_bf16(x));
+        break;
+    }
+  }
+}
+
+std::int64_t NamedTensor::numel() const {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+NamedTensor make_tensor(std::string name, DType dtype, std::vector<std::int64_t> shape,
+                        std::span<const float> values) {
+  NamedTensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.values.assign(values.begin(), values.end());
+  return t;
+}
+
+std::vector<unsigned char> read_file_bytes(const fs::path& path, std::uintmax_t max_bytes) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) {
+    throw TensorFileError(path.string() + ": no such file (check the path)");
+  }
+  if (!fs::is_regular_file(st)) {
+    throw TensorFileError(path.string() + ": not a regular file");
+  }
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw TensorFileError(path.string() + ": cannot read its size: " + ec.message());
+  if (size > max_bytes) {
+    throw TensorFileError(path.string() + ": file of " + std::to_string(size) +
+                          " bytes is larger than the limit of " + std::to_string(max_bytes) +
+                          " bytes; compare smaller shards of the checkpoint");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TensorFileError(path.string() + ": cannot open for reading");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  // A file that shrank between stat and read is reported, not read past its end.
+  if (static_cast<std::uintmax_t>(in.gcount()) != size) {
+    throw TensorFileError(path.string() + ": read " + std::to_string(in.gcount()) + " of " +
+                          std::to_string(size) + " bytes (file changed while reading?)");
+  }
+  return bytes;
+}
+
+void write_file_atomically(const fs::path& path, std::span<const unsigned char> bytes) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  // The temporary lives in the target folder so that rename() is atomic (same file system).
+  std::string base = path.filename().string();
+  base.insert(base.begin(), '.');
+  base += ".tmp.XXXXXX";
+  const std::string templ = (dir / base).string();
+  std::vector<char> name(templ.begin(), templ.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    throw TensorFileError(path.string() + ": cannot create a temporary file in " + dir.string() +
+                          ": " + std::strerror(errno));
+  }
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(name.data());
+      throw TensorFileError(path.string() + ": write failed: " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(name.data());
+    throw TensorFileError(path.string() + ": write failed: " + why);
+  }
+  if (std::rename(name.data(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(name.data());
+    throw TensorFileError(path.string() + ": cannot rename the temporary file into place: " + why);
+  }
+}
+
+namespace {
+
+bool has_magic_npy(const std::vector<unsigned char>& bytes) {
+  static constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
+enum class Kind { safetensors, npy, other };
+
+Kind kind_by_extension(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  if (ext == ".safetensors") return Kind::safetensors;
+  if (ext == ".npy") return Kind::npy;
+  return Kind::other;
+}
+
+}  // namespace
+
+std::vector<NamedTensor> read_tensor_file(const fs::path& path) {
+  const Kind kind = kind_by_extension(path);
+  const std::vector<unsigned char> bytes = read_file_bytes(path);
+  if (kind == Kind::npy || (kind == Kind::other && has_magic_npy(bytes))) {
+    std::vector<NamedTensor> out;
+    out.push_back(parse_npy(bytes, path.string(), path.stem().string()));
+    return out;
+  }
+  return parse_safetensors(bytes, path.string()).tensors;
+}
+
+std::vector<LoadedTensor> load_tensors(const fs::path& path) {
+  std::error_code ec;
+  std::vector<LoadedTensor> out;
+  if (!fs::is_directory(path, ec)) {
+    for (NamedTensor& t : read_tensor_file(path)) {
+      LoadedTensor lt;
+      lt.key = t.name;
+      lt.tensor = std::move(t);
+      out.push_back(std::move(lt));
+    }
+    return out;
+  }
+  std::vector<fs::path> files;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && kind_by_extension(it->path()) != Kind::other) {
+      files.push_back(it->path());
+    }
+  }
+  if (ec) throw TensorFileError(path.string() + ": cannot list the folder: " + ec.message());
+  if (files.empty()) {
+    throw TensorFileError(path.string() +
+                          ": folder holds no *.safetensors or *.npy file (check the path)");
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::string> seen;  // key -> file, to report duplicates
+  for (const fs::path& f : files) {
+    const std::string rel = f.lexically_relative(path).generic_string();
+    const bool npy = kind_by_extension(f) == Kind::npy;
+    for (NamedTensor& t : read_tensor_file(f)) {
+      LoadedTensor lt;
+      lt.file = rel;
+      lt.key = npy ? rel : rel + ":" + t.name;
+      lt.tensor = std::move(t);
+      if (!seen.emplace(lt.key, rel).second) {
+        throw TensorFileError(path.string() + ": tensor key '" + lt.key + "' occurs twice");
+      }
+      out.push_back(std::move(lt));
+    }
+  }
+  return out;
+}
+
+TensorPairing match_tensors(const std::vector<LoadedTensor>& a,
+                            const std::vector<LoadedTensor>& b) {
+  TensorPairing p;
+  const auto single = [](const std::vector<LoadedTensor>& s) {
+    return s.size() == 1 && s[0].file.empty();
+  };
+  if (single(a) && single(b)) {
+    p.pairs.emplace_back(0, 0);
+    return p;
+  }
+  std::map<std::string, std::size_t> in_b;
+  for (std::size_t j = 0; j < b.size(); ++j) in_b.emplace(b[j].key, j);
+  std::map<std::string, std::size_t> in_a;
+  for (std::size_t i = 0; i < a.size(); ++i) in_a.emplace(a[i].key, i);
+  for (const auto& [key, i] : in_a) {
+    const auto it = in_b.find(key);
+    if (it == in_b.end()) p.only_a.push_back(key);
+    else p.pairs.emplace_back(i, it->second);
+  }
+  for (const auto& [key, j] : in_b) {
+    if (!in_a.count(key)) p.only_b.push_back(key);
+  }
+  return p;
+}
+
+}  // namespace attndev::io
