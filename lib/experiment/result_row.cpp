@@ -1,0 +1,109 @@
+#include "experiment/result_row.hpp"
+
+#include <cmath>
+
+#include "numerics/format.hpp"
+
+namespace attndev::experiment {
+
+using io::Json;
+
+const std::vector<std::string>& result_columns() {
+  static const std::vector<std::string> kColumns = [] {
+    std::vector<std::string> c = {"point_id", "point_index", "trial", "seed"};
+    for (std::string_view axis : kAxisNames) c.emplace_back(axis);
+    for (const char* s : {"variant", "algorithm", "policy", "backend", "baseline", "status"}) c.emplace_back(s);
+    for (std::string_view m : kDeviationMetrics) c.emplace_back(m);
+    c.emplace_back("worst_index");
+    c.emplace_back("count");
+    c.emplace_back("ratio_to");
+    for (std::string_view m : kRatioMetrics) c.push_back("ratio_" + std::string(m));
+    c.emplace_back("runtime_ms");
+    c.emplace_back("gflops");
+    c.emplace_back("flops");
+    return c;
+  }();
+  return kColumns;
+}
+
+bool is_timing_column(const std::string& column) {
+  return column == "runtime_ms" || column == "gflops";
+}
+
+double max_rel_floor(numerics::Format output_format, double max_abs_reference) {
+  const double floor = numerics::traits(output_format).unit_roundoff() * max_abs_reference;
+  return std::isfinite(floor) ? floor : 0.0;
+}
+
+Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
+              const metrics::Deviation* d) {
+  Json row;
+  row["record"] = "row";
+  row["point_id"] = point.id;
+  row["point_index"] = point.index;
+  row["trial"] = point.trial;
+  row["seed"] = point.seed;
+  for (std::string_view axis : kAxisNames) row[std::string(axis)] = Json::parse(point.axes.at(std::string(axis)).dump());
+  row["variant"] = variant.name;
+  row["algorithm"] = attention::algorithm_name(variant.algorithm);
+  row["policy"] = variant.policy_label;
+  row["backend"] = backend_name(variant.backend);
+  row["baseline"] = variant.baseline;
+  row["status"] = outcome.status;
+  if (d) {
+    row["max_abs"] = io::number_json(d->max_abs);
+    row["mean_abs"] = io::number_json(d->mean_abs);
+    row["std_abs"] = io::number_json(d->std_abs);
+    row["rmse"] = io::number_json(d->rmse);
+    row["rel_l2"] = io::number_json(d->rel_l2);
+    row["max_rel"] = io::number_json(d->max_rel);
+    row["cos_sim"] = io::number_json(d->cos_sim);
+    row["nan_count"] = d->nan_count;
+    row["inf_count"] = d->inf_count;
+    row["worst_index"] = d->worst_index;
+    row["count"] = d->count;
+  }
+  const double flops = point_flops(point);
+  if (outcome.status == "ok") {
+    row["runtime_ms"] = io::number_json(outcome.runtime_ms);
+    row["gflops"] = io::number_json(outcome.runtime_ms > 0 ? flops / (outcome.runtime_ms * 1e6) : 0.0);
+  }
+  row["flops"] = io::number_json(flops);
+  return row;
+}
+
+void fill_ratios(std::vector<Json>& rows, const Config& config) {
+  for (std::size_t v = 0; v < rows.size(); ++v) {
+    const int ref = config.ratio_reference(v);
+    if (ref < 0) continue;
+    rows[v]["ratio_to"] = config.variants[static_cast<std::size_t>(ref)].name;
+    const Json& base = rows[static_cast<std::size_t>(ref)];
+    if (rows[v]["status"] != "ok" || base["status"] != "ok") continue;
+    for (std::string_view m : kRatioMetrics) {
+      const std::string key(m);
+      double a = 0, b = 0;
+      if (!io::json_to_double(rows[v][key], a) || !io::json_to_double(base[key], b)) continue;
+      // 0/0 (both exact) is a ratio of 1: the variant is as good as its baseline.
+      rows[v]["ratio_" + key] = io::number_json(a == 0 && b == 0 ? 1.0 : a / b);
+    }
+  }
+  // Keep the column order of result_columns(): ratio keys were appended after timing keys.
+  for (Json& row : rows) {
+    Json ordered;
+    for (const std::string& c : result_columns())
+      if (row.contains(c)) ordered[c] = row[c];
+    Json with_record;
+    with_record["record"] = row["record"];
+    for (auto& [k, v] : ordered.items()) with_record[k] = v;
+    row = std::move(with_record);
+  }
+}
+
+std::string status_kind(const Json& row) {
+  const std::string s = row.value("status", "");
+  if (s == "ok") return "ok";
+  if (s.rfind("skipped", 0) == 0) return "skipped";
+  return "failed";
+}
+
+}  // namespace attndev::experiment

@@ -1,0 +1,41 @@
+// One result row (point x variant), the unit of results.jsonl, results.csv and results.json.
+//
+// Column order is fixed here and only here: identity, axes, variant, status, deviation metrics,
+// ratios to the reference variant, timing. Rows are JSON objects so that report/merge/compare
+// can rebuild every table from the JSONL alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "experiment/plan.hpp"
+#include "experiment/variant_runner.hpp"
+#include "io/json_values.hpp"
+#include "metrics/deviation.hpp"
+
+namespace attndev::experiment {
+
+// Every column of results.csv, in order.
+const std::vector<std::string>& result_columns();
+
+// Columns a compare of two result sets ignores: they legitimately differ between runs.
+bool is_timing_column(const std::string& column);
+
+// `deviation` is null unless outcome.status == "ok".
+io::Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
+                  const metrics::Deviation* deviation);
+
+// Fills ratio_to and ratio_<metric> of each row of one point from its reference variant's row
+// (Config::ratio_reference). rows[v] belongs to config.variants[v].
+void fill_ratios(std::vector<io::Json>& rows, const Config& config);
+
+// The max_rel floor for an output format (STYLE.md #8): relative error is only meaningful for
+// elements the output format resolves, so |ref| is floored at the format's unit roundoff times
+// the largest |ref| of the tensor.
+double max_rel_floor(numerics::Format output_format, double max_abs_reference);
+
+// status "ok" / "skipped: ..." / "failed: ..." -> "ok" / "skipped" / "failed".
+std::string status_kind(const io::Json& row);
+
+}  // namespace attndev::experiment

@@ -1,0 +1,72 @@
+// The output folder: manifest, per-shard JSONL files, and reading them back for resume, report
+// and merge.
+//
+//   DIR/run.json                          manifest: config (effective, canonical) and its hash
+//   DIR/results.jsonl                     rows of an unsharded run (and of `attndev merge`)
+//   DIR/results.shard-<i>-of-<N>.jsonl    rows of shard i of N
+//
+// Every JSONL line is a record with "record": "row" (one point x variant) or "run" (provenance of
+// one invocation). A point counts as done only when rows of all its variants are present; its
+// rows are always written together, so a torn write loses at most the point in flight.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "experiment/config.hpp"
+#include "experiment/plan.hpp"
+#include "io/json_values.hpp"
+
+namespace attndev::experiment {
+
+// The folder cannot be used as asked (holds another config's results, corrupt manifest, ...).
+// Commands report it as a usage error: the user picks another folder or --force-new.
+class OutputDirError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kResultsSchemaVersion = 1;
+
+std::filesystem::path manifest_path(const std::filesystem::path& dir);
+std::string shard_file_name(std::size_t index, std::size_t count);
+
+// Parses "results.shard-3-of-8.jsonl" -> (3, 8); false for other names.
+bool parse_shard_file_name(const std::string& name, std::size_t& index, std::size_t& count);
+
+// The manifest's config, re-validated (so `report`/`merge` see the same Config the run saw).
+// Throws OutputDirError when DIR has no run.json or it is not ours.
+Config read_manifest_config(const std::filesystem::path& dir);
+
+// Creates DIR if needed and writes run.json, or checks that an existing run.json holds the same
+// config hash. A different hash is refused (OutputDirError) unless `force_new`, which removes the
+// previous results (run.json, results*.jsonl/csv/json, summary.md) first.
+void prepare_output_dir(const std::filesystem::path& dir, const Config& config, bool force_new);
+
+struct StoredResults {
+  std::vector<io::Json> rows;  // complete points only, one row per (point, variant), plan order
+  std::vector<io::Json> runs;  // "run" records (provenance of each invocation), file order
+  std::set<std::string> done_points;  // ids of complete points
+  std::size_t duplicate_rows = 0;     // same (point, variant) seen again (another shard, a rerun)
+  std::size_t incomplete_points = 0;  // some variants present, not all (dropped)
+  std::size_t torn_lines = 0;         // unterminated final lines and unparsable lines (dropped)
+  std::size_t foreign_rows = 0;       // rows whose point is not in the plan (dropped)
+  std::vector<std::string> files;     // the JSONL files read
+};
+
+// Reads every results*.jsonl in DIR (or only `only_file` when non-empty). Rows are matched to the
+// plan by point id; the first copy of a (point, variant) wins.
+StoredResults load_results(const std::filesystem::path& dir, const Config& config, const Plan& plan,
+                           const std::string& only_file = "");
+
+// Rewrites `file` (atomically) without torn lines, rows of incomplete points, rows outside the
+// plan and duplicates, so that appending the rerun of those points leaves no duplicates.
+// Returns the number of records dropped (0: the file was left untouched).
+std::size_t repair_results_file(const std::filesystem::path& file, const Config& config,
+                                const Plan& plan);
+
+}  // namespace attndev::experiment
