@@ -26,5 +26,11 @@ struct UsageError : std::runtime_error {
 void add_list_command(CLI::App& app);
 void add_point_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
 
 }  // namespace attndev::app

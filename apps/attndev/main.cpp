@@ -35,6 +35,12 @@ int main(int argc, char** argv) {
   add_list_command(app);
   add_point_command(app);
   add_bench_command(app);
+  add_run_command(app);
+  add_validate_command(app);
+  add_plan_command(app);
+  add_report_command(app);
+  add_compare_command(app);
+  add_merge_command(app);
 
   try {
     app.parse(argc, argv);

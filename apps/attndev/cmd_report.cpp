@@ -1,0 +1,44 @@
+// `attndev report DIR`: rebuild results.csv, results.json and summary.md from the JSONL files
+// in DIR without recomputing anything (after editing `metrics`, or on a copied folder).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/result_tables.hpp"
+#include "experiment/results_store.hpp"
+#include "experiment_cli.hpp"
+
+namespace attndev::app {
+
+void add_report_command(CLI::App& app) {
+  struct Args {
+    std::string dir;
+    bool quiet_summary = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
+  cmd->add_option("dir", args->dir, "Results folder of `attndev run`")->required();
+  cmd->add_flag("--no-summary", args->quiet_summary, "Do not print summary.md");
+  cmd->callback([args] {
+    const std::filesystem::path dir(args->dir);
+    try {
+      const experiment::Config config = experiment::read_manifest_config(dir);
+      const experiment::Plan plan = experiment::make_plan(config);
+      const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
+      experiment::write_result_tables(dir, config, plan, stored, invocation_provenance());
+      if (!args->quiet_summary)
+        std::fputs(experiment::summary_markdown(config, plan, stored, invocation_provenance()).c_str(), stdout);
+      std::fprintf(stderr, "%s: %zu of %zu points, %zu rows (%zu duplicate rows ignored)\n", args->dir.c_str(),
+                   stored.done_points.size(), plan.points.size(), stored.rows.size(), stored.duplicate_rows);
+      if (stored.rows.empty()) throw CommandExit{kExitNothingCompared};
+    } catch (const experiment::OutputDirError& e) {
+      throw UsageError(e.what());
+    }
+  });
+}
+
+}  // namespace attndev::app

@@ -1,0 +1,141 @@
+// `attndev run CONFIG [-o DIR] [-a AXIS=VALUES]... [--shard i/N|auto] [--force-new] [-j N]`
+//
+// Runs this shard's unfinished points (rerunning the same command resumes), streams rows to
+// DIR/results*.jsonl and, for an unsharded run, writes results.csv, results.json and summary.md.
+// Exit codes (docs/results.md): 0 ok; 1 a variant failed; 2 bad config/flags/folder; 3 nothing
+// compared (every variant skipped); 75 interrupted by SIGINT/SIGTERM (rerun to resume).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/plan.hpp"
+#include "experiment/progress.hpp"
+#include "experiment/results_store.hpp"
+#include "experiment/runner.hpp"
+#include "experiment_cli.hpp"
+#include "io/atomic_file.hpp"
+
+namespace attndev::app {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+// Installs the handlers for the lifetime of the run and restores the previous ones after, so a
+// second Ctrl-C during the final table writes still gets the default (immediate) behaviour only
+// once we are done.
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: a blocking write returns EINTR and is retried by us
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  struct Args {
+    std::string config;
+    std::string out;
+    std::vector<std::string> overrides;
+    std::string shard;
+    bool force_new = false;
+    int threads = 0;
+    double log_interval = 30;
+    bool print_summary = true;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("run", "Run an experiment config (resumes an interrupted run in the same folder)");
+  cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
+  cmd->add_option("-o,--out", args->out, "Output folder (default: results/<config name>)");
+  cmd->add_option("-a,--axis", args->overrides, "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->add_option("--shard", args->shard,
+                  "Run only shard i/N of the points; auto: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; "
+                  "auto/N: task id from SLURM, N shards");
+  cmd->add_flag("--force-new", args->force_new, "Delete results of a different config in the output folder");
+  cmd->add_option("-j,--threads", args->threads, "Threads per attention call (0: all hardware threads)");
+  cmd->add_option("--log-interval", args->log_interval, "Seconds between progress lines when stderr is not a terminal");
+  cmd->add_flag("!--no-summary", args->print_summary, "Do not print summary.md at the end");
+  cmd->callback([args] {
+    const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
+    const experiment::Config& config = loaded.config;
+    const ShardSpec shard = parse_shard(args->shard);
+    if (args->threads < 0) throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
+    experiment::Plan plan;
+    try {
+      plan = experiment::make_plan(config);
+    } catch (const experiment::ConfigError& e) {
+      throw UsageError(args->config + ": " + e.what());
+    }
+    experiment::RunOptions options;
+    options.dir = args->out.empty() ? std::filesystem::path("results") / config.name : std::filesystem::path(args->out);
+    options.shard_index = shard.index;
+    options.shard_count = shard.count;
+    options.threads = args->threads;
+    options.force_new = args->force_new;
+    options.provenance = invocation_provenance();
+    options.config_text = loaded.text;
+    options.stop_requested = [] { return g_stop_signal != 0; };
+    experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, args->log_interval);
+    options.on_progress = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
+
+    spdlog::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(), config.variants.size(),
+                 shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ")" : "",
+                 options.dir.string());
+    experiment::RunReport report;
+    {
+      StopSignals signals;
+      try {
+        report = experiment::run_experiment(config, plan, options);
+      } catch (const experiment::OutputDirError& e) {
+        throw UsageError(e.what());
+      }
+    }
+    progress.finish();
+    if (report.interrupted) {
+      spdlog::warn("interrupted by signal {}: {} of {} points of this shard are in {}; rerun the same command to resume",
+                   static_cast<int>(g_stop_signal), report.already_done + report.ran, report.shard_points,
+                   report.results_file.string());
+      throw CommandExit{kExitInterrupted};
+    }
+    spdlog::info("{} points ({} resumed, {} run now); rows: {} ok, {} failed, {} skipped; results in {}",
+                 report.shard_points, report.already_done, report.ran, report.rows_ok, report.rows_failed,
+                 report.rows_skipped, options.dir.string());
+    if (report.tables_written && args->print_summary && spdlog::get_level() <= spdlog::level::info)
+      std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
+    if (!report.tables_written)
+      spdlog::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());
+    if (report.rows_failed) throw CommandExit{kExitFailure};
+    if (report.rows_ok == 0 && report.rows_skipped) {
+      spdlog::error("nothing was compared: every variant was skipped");
+      throw CommandExit{kExitNothingCompared};
+    }
+  });
+}
+
+}  // namespace attndev::app

@@ -1,0 +1,39 @@
+// `attndev validate CONFIG [-a AXIS=VALUES]...`: check a config without running or writing
+// anything. Exit 0 when it is valid, 2 with the JSON path of the first problem otherwise.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "experiment/plan.hpp"
+#include "experiment_cli.hpp"
+
+namespace attndev::app {
+
+void add_validate_command(CLI::App& app) {
+  struct Args {
+    std::string config;
+    std::vector<std::string> overrides;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("validate", "Check an experiment config (nothing runs, nothing is written)");
+  cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
+  cmd->add_option("-a,--axis", args->overrides, "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->callback([args] {
+    const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
+    experiment::Plan plan;
+    try {
+      plan = experiment::make_plan(loaded.config);
+    } catch (const experiment::ConfigError& e) {
+      throw UsageError(args->config + ": " + e.what());
+    }
+    std::printf("%s: ok: \"%s\", %zu points x %zu variants (%zu axis combinations skipped), config hash %s\n",
+                args->config.c_str(), loaded.config.name.c_str(), plan.points.size(),
+                loaded.config.variants.size(), plan.skipped.size(), loaded.config.hash.c_str());
+  });
+}
+
+}  // namespace attndev::app

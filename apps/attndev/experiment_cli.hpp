@@ -1,0 +1,113 @@
+// Helpers shared by the experiment commands (run, validate, plan, report, compare, merge):
+// config loading with errors mapped to exit 2, provenance of this invocation, --shard parsing.
+// Header-only: apps/attndev/CMakeLists.txt compiles only main.cpp, version.cpp and cmd_*.cpp.
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "experiment/config.hpp"
+#include "experiment/results_store.hpp"
+#include "io/provenance.hpp"
+#include "version.hpp"
+
+namespace attndev::app {
+
+struct LoadedConfig {
+  experiment::Config config;
+  std::string text;  // verbatim, for provenance
+};
+
+inline LoadedConfig load_config_or_usage(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot read the config file (does it exist?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return {experiment::parse_config(text.str(), overrides), text.str()};
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(path + (e.path().empty() ? "" : ": " + e.path()) + ": " + e.message());
+  }
+}
+
+// The command line as the kernel saw it (main() does not hand argv to the commands).
+inline std::string own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::string cur;
+  for (char c : raw) {
+    if (c == '\0') {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) args.push_back(cur);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return io::quote_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+inline io::Provenance invocation_provenance() {
+  io::Provenance p;
+  p.tool_version = version_string();
+  p.git_revision = git_revision();
+  p.compiler = compiler_string();
+  p.command_line = own_command_line();
+  io::collect_host(p);
+  return p;
+}
+
+struct ShardSpec {
+  std::size_t index = 0;
+  std::size_t count = 1;
+};
+
+inline std::size_t parse_count(const std::string& text, const std::string& what) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(what + ": expected a non-negative integer, got \"" + text + "\"");
+  return static_cast<std::size_t>(std::stoul(text));
+}
+
+// "i/N", "auto" (SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT) or "auto/N" (task id from SLURM,
+// N given: what a rerun of selected array indices needs, since its task count is not N).
+inline ShardSpec parse_shard(const std::string& text) {
+  if (text.empty()) return {};
+  const auto slash = text.find('/');
+  const std::string first = text.substr(0, slash);
+  ShardSpec s;
+  const char* hint = " (use --shard i/N with 0 <= i < N, --shard auto or --shard auto/N)";
+  if (first == "auto") {
+    const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+    if (!id) throw UsageError(std::string("--shard auto: SLURM_ARRAY_TASK_ID is not set (not a job array?)") + hint);
+    s.index = parse_count(id, "SLURM_ARRAY_TASK_ID");
+    if (slash != std::string::npos) {
+      s.count = parse_count(text.substr(slash + 1), "--shard " + text);
+    } else {
+      const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
+      if (!count) throw UsageError(std::string("--shard auto: SLURM_ARRAY_TASK_COUNT is not set") + hint);
+      s.count = parse_count(count, "SLURM_ARRAY_TASK_COUNT");
+      const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+      if (min && parse_count(min, "SLURM_ARRAY_TASK_MIN") != 0)
+        throw UsageError("--shard auto: the job array does not start at 0 (SLURM_ARRAY_TASK_MIN=" +
+                         std::string(min) + "), so its task count is not the shard count; "
+                         "pass the shard count explicitly: --shard auto/N");
+    }
+  } else {
+    if (slash == std::string::npos) throw UsageError("--shard " + text + ": expected i/N" + hint);
+    s.index = parse_count(first, "--shard " + text);
+    s.count = parse_count(text.substr(slash + 1), "--shard " + text);
+  }
+  if (s.count == 0 || s.index >= s.count)
+    throw UsageError("--shard " + text + ": shard index " + std::to_string(s.index) +
+                     " is not in 0.." + (s.count ? std::to_string(s.count - 1) : std::string("?")) + hint);
+  return s;
+}
+
+}  // namespace attndev::app
