@@ -1,0 +1,200 @@
+// run_cuda and friends: validation, device discovery, upload, dispatch (through select() in
+// dispatch.hpp, the only place a kernel instantiation is chosen), timing, download.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.cuh"
+#include "cuda/dispatch.hpp"
+#include "cuda/launch.cuh"
+#include "cuda/timing.cuh"
+#include "numerics/round.hpp"
+
+namespace attndev::cuda {
+
+namespace {
+
+constexpr int kMinSmMajor = 8;  // mma.sync bf16, cp.async, ldmatrix: sm_80 and newer
+
+void check_tensor(const attention::Tensor& t, const char* name) {
+  if (t.batch < 1 || t.heads < 1 || t.rows < 1 || t.cols < 1)
+    throw std::invalid_argument(std::string(name) + ": empty tensor (batch, heads, rows and " +
+                                "cols must all be >= 1)");
+  if (t.data.size() != static_cast<std::size_t>(t.batch) * t.heads * t.rows * t.cols)
+    throw std::invalid_argument(std::string(name) + ": data size does not match its shape");
+}
+
+// The same argument checks as attention::run, so a config fails the same way on either backend.
+void validate(const attention::Inputs& in, const attention::Options& options) {
+  check_tensor(in.q, "q");
+  check_tensor(in.k, "k");
+  check_tensor(in.v, "v");
+  if (in.k.batch != in.q.batch || in.v.batch != in.q.batch || in.k.heads != in.q.heads ||
+      in.v.heads != in.q.heads)
+    throw std::invalid_argument("k/v: batch and heads must match q's");
+  if (in.k.cols != in.q.cols || in.v.cols != in.q.cols)
+    throw std::invalid_argument("k/v: head_dim must match q's");
+  if (in.v.rows != in.k.rows) throw std::invalid_argument("v: rows (N_kv) must match k's");
+  if (options.block_r < 1) throw std::invalid_argument("block_r: must be >= 1");
+  if (options.block_c < 1) throw std::invalid_argument("block_c: must be >= 1");
+  if (options.scale && !std::isfinite(*options.scale))
+    throw std::invalid_argument("scale: must be finite");
+}
+
+// Chooses the launcher for the selected tag (the tag is the instantiation; this only routes it).
+struct PrepareVisitor {
+  const DeviceProblem& problem;
+  std::optional<Prepared>& out;
+  template <class Tag>
+  void operator()(Tag) const {
+    if constexpr (requires { Tag::kAlgorithm; }) {
+      out = prepare_faithful<Tag::kAlgorithm>(problem);
+    } else if constexpr (requires { Tag::kHeadDim; }) {
+      out = prepare_flash2_tc(TcKey::of<Tag>(), problem);
+    } else {
+      out = prepare_baseline<Tag::kElement>(problem);
+    }
+  }
+};
+
+}  // namespace
+
+std::string DeviceInfo::describe() const {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f GiB)", name.c_str(), sm_major,
+                sm_minor, multiprocessors,
+                static_cast<double>(global_memory_bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string CudaRunResult::status_text() const {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::skipped: return "skipped: " + reason;
+    case RunStatus::failed: return "failed: " + reason;
+  }
+  return "failed: unknown status";
+}
+
+bool cuda_available(std::string& why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    why = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    cudaGetLastError();  // clear the sticky error so later calls report their own
+    return false;
+  }
+  if (count == 0) {
+    why = "no CUDA device found";
+    return false;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    why = "cannot query CUDA device 0";
+    return false;
+  }
+  if (prop.major < kMinSmMajor) {
+    why = std::string(prop.name) + " is sm_" + std::to_string(prop.major) +
+          std::to_string(prop.minor) + "; the CUDA kernels need sm_80 or newer";
+    return false;
+  }
+  why.clear();
+  return true;
+}
+
+DeviceInfo device_info() {
+  std::string why;
+  if (!cuda_available(why)) throw std::runtime_error(why);
+  cudaDeviceProp prop{};
+  ATTNDEV_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  DeviceInfo info;
+  info.index = 0;
+  info.name = prop.name;
+  info.sm_major = prop.major;
+  info.sm_minor = prop.minor;
+  info.multiprocessors = prop.multiProcessorCount;
+  info.global_memory_bytes = prop.totalGlobalMem;
+  info.l2_cache_bytes = prop.l2CacheSize;
+  return info;
+}
+
+std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& policy,
+                               const attention::Shape& shape, const attention::Options& options) {
+  return check_supported(kernel, policy, shape, options).reason;
+}
+
+CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing) {
+  validate(inputs, options);
+  const attention::Shape shape = inputs.shape();
+  CudaRunResult result;
+  const Selection support = check_supported(kernel, policy, shape, options);
+  if (!support.supported) {
+    result.status = RunStatus::skipped;
+    result.reason = support.reason;
+    return result;
+  }
+  std::string why;
+  if (!cuda_available(why)) {
+    result.status = RunStatus::skipped;
+    result.reason = why;
+    return result;
+  }
+
+  try {
+    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
+    const bool fold_into_q = options.scale_placement == attention::ScalePlacement::query;
+    // Placement `query`: Q' = R_input(q * scale) once, as the emulator does; S is then unscaled.
+    std::vector<double> q_host = inputs.q.data;
+    if (fold_into_q)
+      for (double& x : q_host) x = policy.round(numerics::Stage::input, x * scale);
+
+    const std::size_t o_count = inputs.q.data.size();
+    const std::size_t rows = static_cast<std::size_t>(shape.batch) * shape.heads * shape.seq_q;
+    DeviceBuffer<double> q(q_host.size()), k(inputs.k.data.size()), v(inputs.v.data.size());
+    DeviceBuffer<double> o(o_count), lse(rows);
+    q.upload(q_host.data(), q_host.size());
+    k.upload(inputs.k.data.data(), inputs.k.data.size());
+    v.upload(inputs.v.data.data(), inputs.v.data.size());
+
+    DeviceProblem problem{q.get(), k.get(), v.get(), o.get(), lse.get(), shape,
+                          options, policy,  !fold_into_q, scale};
+    std::optional<Prepared> prepared;
+    select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
+    if (!prepared) throw std::logic_error("dispatch selected no launcher");
+
+    if (timing.enabled) {
+      result.runtime_ms = median_launch_ms(prepared->launch, timing);
+      const double flops = attention::forward_flops(shape, options.causal);
+      result.tflops = flops / (result.runtime_ms * 1e-3) / 1e12;
+    } else {
+      prepared->launch();
+    }
+    prepared->finish();
+    ATTNDEV_CUDA_CHECK(cudaDeviceSynchronize());
+
+    result.output.o = attention::Tensor(shape.batch, shape.heads, shape.seq_q, shape.head_dim);
+    o.download(result.output.o.data.data(), o_count);
+    result.output.lse.resize(rows);
+    lse.download(result.output.lse.data(), rows);
+    result.status = RunStatus::ok;
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    result = CudaRunResult{};
+    result.status = RunStatus::failed;
+    result.reason = e.what();
+    cudaGetLastError();
+  }
+  return result;
+}
+
+}  // namespace attndev::cuda

@@ -1,0 +1,223 @@
+// The one place where runtime choices (kernel, formats, head dim, Br, Bc) become template
+// parameters, and where "is this supported?" is answered (STYLE.md #5). Both questions go
+// through select(): the launcher passes a visitor that launches the chosen instantiation, the
+// capability answer passes a visitor that does nothing. They cannot disagree.
+//
+// Plain C++ (no CUDA header): the host-only unit test includes it in every build.
+#pragma once
+
+#include <string>
+#include <tuple>
+
+#include "attention/attention.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "numerics/policy.hpp"
+
+namespace attndev::cuda {
+
+// ---- Tags handed to the visitor: compile-time descriptions of one kernel instantiation. ----
+
+// Faithful scalar kernels: one instantiation each, every policy and tile handled at run time
+// (they compute in double through lib/numerics, exactly as the emulator does).
+template <attention::Algorithm A>
+struct FaithfulTag {
+  static constexpr attention::Algorithm kAlgorithm = A;
+};
+
+// Element type of the matrix-unit operands.
+enum class MatElement : unsigned char { bf16, fp16, fp32, tf32, fp64 };
+
+inline const char* mat_element_name(MatElement e) {
+  switch (e) {
+    case MatElement::bf16: return "bf16";
+    case MatElement::fp16: return "fp16";
+    case MatElement::fp32: return "fp32";
+    case MatElement::tf32: return "tf32";
+    case MatElement::fp64: return "fp64";
+  }
+  return "?";
+}
+
+// cuBLAS baseline: operand type of both GEMMs. bf16/fp16 accumulate in fp32; fp32 computes in
+// fp32 with TF32 off; tf32 lets cuBLAS use TF32 tensor cores; fp64 is DGEMM.
+template <MatElement E>
+struct BaselineTag {
+  static constexpr MatElement kElement = E;
+};
+
+// flash2-tc kernel traits: a (format, head dim, Br, Bc) instantiation. Each warp owns 16 query
+// rows (one m16 slice of mma.m16n8k16), so Br = 16 * warps.
+template <MatElement E, int HeadDim, int BlockM, int BlockN>
+struct TcTag {
+  static constexpr MatElement kElement = E;
+  static constexpr int kHeadDim = HeadDim;
+  static constexpr int kBlockM = BlockM;
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kWarps = BlockM / 16;
+  static constexpr int kThreads = 32 * kWarps;
+  static_assert(E == MatElement::bf16 || E == MatElement::fp16, "mma.sync m16n8k16 operands");
+  static_assert(HeadDim % 16 == 0, "head dim is the k extent of the QK^T mma (k16 steps)");
+  static_assert(BlockM % 16 == 0 && BlockM >= 16, "one warp per 16 query rows");
+  static_assert(BlockN % 16 == 0, "P's k16 steps in the PV mma span two n8 score tiles");
+};
+
+// The flash2-tc instantiation table. Adding a row here is all it takes to support a tile.
+// 128x64 is FA-2's forward tile for d <= 128 on sm_80+; 64x64 is the small-shape / low-register
+// alternative.
+using TcTable =
+    std::tuple<TcTag<MatElement::bf16, 64, 64, 64>, TcTag<MatElement::bf16, 64, 128, 64>,
+               TcTag<MatElement::bf16, 128, 64, 64>, TcTag<MatElement::bf16, 128, 128, 64>,
+               TcTag<MatElement::fp16, 64, 64, 64>, TcTag<MatElement::fp16, 64, 128, 64>,
+               TcTag<MatElement::fp16, 128, 64, 64>, TcTag<MatElement::fp16, 128, 128, 64>>;
+
+// ---- Selection ----
+
+struct Selection {
+  bool supported = false;
+  std::string reason;  // why not, when !supported
+};
+
+namespace detail {
+
+inline std::string fmt_name(numerics::Format f) { return numerics::traits(f).name; }
+
+inline Selection unsupported(Kernel k, const std::string& why) {
+  return {false, std::string(kernel_name(k)) + ": " + why};
+}
+
+template <class Tuple, class F, std::size_t... I>
+bool for_first_match(F&& f, std::index_sequence<I...>) {
+  return (f(std::tuple_element_t<I, Tuple>{}) || ...);
+}
+
+// The tile list of the table for an element type and head dim, for the "have ..." hint.
+inline std::string tc_tiles_for(MatElement e, int d) {
+  std::string out;
+  for_first_match<TcTable>(
+      [&](auto tag) {
+        using T = decltype(tag);
+        if (T::kElement == e && T::kHeadDim == d) {
+          if (!out.empty()) out += ", ";
+          out += std::to_string(T::kBlockM) + "x" + std::to_string(T::kBlockN);
+        }
+        return false;
+      },
+      std::make_index_sequence<std::tuple_size_v<TcTable>>{});
+  return out;
+}
+
+}  // namespace detail
+
+// Chooses the instantiation for (kernel, policy, shape, options) and calls visit(tag) with it.
+// Returns what happened; visit is not called when the combination is unsupported.
+template <class Visit>
+Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attention::Shape& shape,
+                 const attention::Options& options, Visit&& visit) {
+  using numerics::Format;
+  switch (kernel) {
+    case Kernel::flash1:
+      visit(FaithfulTag<attention::Algorithm::flash1>{});
+      return {true, {}};
+    case Kernel::flash2:
+      visit(FaithfulTag<attention::Algorithm::flash2>{});
+      return {true, {}};
+
+    case Kernel::baseline: {
+      if (!p.fma)
+        return detail::unsupported(kernel, "fma=false (separately rounded products) has no "
+                                           "cuBLAS equivalent; use the emulator");
+      // Both GEMMs read one element type: Q, K, V in `input` and P in `prob` must share it.
+      if (p.prob != p.input && !(p.input == Format::tf32 && p.prob == Format::fp32) &&
+          !(p.input == Format::fp32 && p.prob == Format::tf32))
+        return detail::unsupported(kernel, "prob (" + detail::fmt_name(p.prob) +
+                                               ") must equal input (" +
+                                               detail::fmt_name(p.input) +
+                                               "): P is the second GEMM's operand");
+      if (p.score_accum != p.out_accum)
+        return detail::unsupported(kernel, "score_accum and out_accum must match (one cuBLAS "
+                                           "compute type for both GEMMs)");
+      const Format acc = p.score_accum;
+      switch (p.input) {
+        case Format::bf16:
+        case Format::fp16:
+          if (acc != Format::fp32)
+            return detail::unsupported(kernel, detail::fmt_name(p.input) +
+                                                   " GEMMs accumulate in fp32, policy asks " +
+                                                   detail::fmt_name(acc));
+          if (p.input == Format::bf16)
+            visit(BaselineTag<MatElement::bf16>{});
+          else
+            visit(BaselineTag<MatElement::fp16>{});
+          return {true, {}};
+        case Format::fp32:
+        case Format::tf32:
+          if (acc == Format::tf32 || p.input == Format::tf32) {
+            if (acc != Format::fp32 && acc != Format::tf32)
+              return detail::unsupported(kernel, "tf32 GEMMs accumulate in fp32");
+            visit(BaselineTag<MatElement::tf32>{});
+            return {true, {}};
+          }
+          if (acc != Format::fp32)
+            return detail::unsupported(kernel, "fp32 GEMMs accumulate in fp32, policy asks " +
+                                                   detail::fmt_name(acc));
+          visit(BaselineTag<MatElement::fp32>{});
+          return {true, {}};
+        case Format::fp64:
+          if (acc != Format::fp64)
+            return detail::unsupported(kernel, "fp64 GEMMs accumulate in fp64, policy asks " +
+                                                   detail::fmt_name(acc));
+          visit(BaselineTag<MatElement::fp64>{});
+          return {true, {}};
+        default:
+          return detail::unsupported(kernel, "no cuBLAS GEMM for " + detail::fmt_name(p.input) +
+                                                 " inputs (fp8 baseline runs on the emulator)");
+      }
+    }
+
+    case Kernel::flash2_tc: {
+      if (p.input != Format::bf16 && p.input != Format::fp16)
+        return detail::unsupported(kernel, "inputs must be bf16 or fp16, policy has " +
+                                               detail::fmt_name(p.input));
+      // The kernel's precision is fixed by its structure: the kernel-bf16/kernel-fp16 policy.
+      const bool kernel_policy = p.score_accum == Format::fp32 && p.score == Format::fp32 &&
+                                 p.stats == Format::fp32 && p.out_accum == Format::fp32 &&
+                                 p.prob == p.input && p.output == p.input && p.fma;
+      if (!kernel_policy)
+        return detail::unsupported(
+            kernel, "only the kernel-" + detail::fmt_name(p.input) +
+                        " policy (fp32 score/stats/accumulators, prob and output in the input "
+                        "format, fused mma); use the faithful flash2 for other policies");
+      const MatElement e = p.input == Format::bf16 ? MatElement::bf16 : MatElement::fp16;
+      const int d = shape.head_dim;
+      const bool found = detail::for_first_match<TcTable>(
+          [&](auto tag) {
+            using T = decltype(tag);
+            if (T::kElement != e || T::kHeadDim != d || T::kBlockM != options.block_r ||
+                T::kBlockN != options.block_c)
+              return false;
+            visit(tag);
+            return true;
+          },
+          std::make_index_sequence<std::tuple_size_v<TcTable>>{});
+      if (found) return {true, {}};
+      const std::string tiles = detail::tc_tiles_for(e, d);
+      if (tiles.empty())
+        return detail::unsupported(kernel, "head_dim " + std::to_string(d) +
+                                               " not instantiated (have 64, 128)");
+      return detail::unsupported(kernel, "tile Br x Bc = " + std::to_string(options.block_r) +
+                                             "x" + std::to_string(options.block_c) +
+                                             " not instantiated for head_dim " +
+                                             std::to_string(d) + " (have " + tiles + ")");
+    }
+  }
+  return detail::unsupported(kernel, "unknown kernel");
+}
+
+// The capability answer alone (no launch).
+inline Selection check_supported(Kernel kernel, const numerics::PrecisionPolicy& policy,
+                                 const attention::Shape& shape,
+                                 const attention::Options& options) {
+  return select(kernel, policy, shape, options, [](auto) {});
+}
+
+}  // namespace attndev::cuda
