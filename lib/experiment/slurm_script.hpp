@@ -1,0 +1,60 @@
+// sbatch scripts that run a sweep as a SLURM job array, one array task per shard, plus a merge job.
+//
+// Pure text generation: no file system, no environment, so every line can be unit-tested.
+// `attndev slurm` (apps/attndev/cmd_slurm.cpp) writes the text to OUT/slurm/ and may submit it.
+//
+// Why the shard count is written into the script instead of using `--shard auto`:
+// SLURM_ARRAY_TASK_COUNT is the size of the array *as submitted*; resubmitting only the missing
+// tasks (`sbatch --array=2,5`) gives count=2, which would re-partition the points and run the wrong
+// ones. SLURM_ARRAY_TASK_ID, by contrast, is stable, so each task runs `--shard $ID/N` with N fixed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace attndev::experiment {
+
+struct SlurmOptions {
+  std::string attndev_path;  // absolute path of the binary the jobs run (the one generating them)
+  std::string config_path;   // absolute; the frozen copy of the sweep's config
+  std::string output_dir;    // absolute; the runner writes one file set per shard here
+  std::string job_name;      // SLURM job name; letters, digits, '-', '_', '.'
+  int shards = 1;            // array tasks 0 .. shards-1
+  std::string partition;     // empty: the cluster's default partition
+  std::string time_limit;    // SLURM syntax ("30", "2:00:00", "1-12"); empty: partition default
+  int cpus_per_task = 1;     // OMP_NUM_THREADS follows it
+  int gpus_per_task = 0;     // >0: each task gets its own GPU(s) through CUDA_VISIBLE_DEVICES
+};
+
+struct SlurmScripts {
+  std::string sweep;   // OUT/slurm/sweep.sbatch: the job array
+  std::string merge;   // OUT/slurm/merge.sbatch: `attndev merge OUT`, submitted afterany the array
+  std::string submit;  // OUT/slurm/submit.sh [ARRAY]: submits both, prints the two job ids
+};
+
+// Where the generated files go inside the output directory.
+inline constexpr std::string_view kSlurmSubdir = "slurm";
+inline constexpr std::string_view kSlurmLogSubdir = "slurm/logs";
+
+// Validates the options and renders the three scripts. Throws std::invalid_argument with a message
+// that names the offending option and says how to fix it; nothing is produced on error.
+SlurmScripts make_slurm_scripts(const SlurmOptions& options);
+
+// SLURM's time syntax ("MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS") in seconds;
+// nullopt when the text is not one of these forms. 0 for "0", "UNLIMITED" and "INFINITE", which
+// SLURM reads as no limit: then there is no deadline to send SIGTERM ahead of.
+std::optional<long> parse_slurm_time(std::string_view text);
+
+// How long before the time limit SLURM sends SIGTERM (`--signal=TERM@<lead>`): time for the runner
+// to stop at a point boundary and flush (exit 75) before SIGKILL; at most a quarter of the limit,
+// so that short jobs still spend most of their time computing.
+long signal_lead_seconds(long time_limit_seconds);
+
+// `text` as one word for a POSIX shell (single-quoted; embedded quotes escaped).
+std::string shell_quote(std::string_view text);
+
+// A SLURM-safe job name derived from a config file name ("paper/fig3.json" -> "attndev-fig3").
+std::string default_job_name(std::string_view config_path);
+
+}  // namespace attndev::experiment

@@ -1,0 +1,332 @@
+// The generated sbatch scripts, checked as text and by running them under bash with stand-in
+// `srun` and `sbatch` commands that record their arguments (the real cluster is exercised by
+// test/slurm/cluster_test.sh).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiment/slurm_script.hpp"
+
+namespace fs = std::filesystem;
+using attndev::experiment::default_job_name;
+using attndev::experiment::make_slurm_scripts;
+using attndev::experiment::parse_slurm_time;
+using attndev::experiment::shell_quote;
+using attndev::experiment::signal_lead_seconds;
+using attndev::experiment::SlurmOptions;
+using attndev::experiment::SlurmScripts;
+
+namespace {
+
+SlurmOptions base_options() {
+  SlurmOptions o;
+  o.attndev_path = "/opt/attn dev/bin/attndev";  // a space: must survive shell quoting
+  o.config_path = "/home/u/it's/sweep.json";     // a quote: likewise
+  o.output_dir = "/scratch/u/sweep1";
+  o.job_name = "attndev-sweep";
+  o.shards = 4;
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& l : lines_of(text)) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
+int count_prefix(const std::string& text, const std::string& prefix) {
+  int n = 0;
+  for (const auto& l : lines_of(text)) n += l.rfind(prefix, 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// sbatch stops reading #SBATCH directives at the first line that is neither blank nor a comment:
+// a directive after a command is silently ignored.
+void check_directives_first(const std::string& script) {
+  bool in_header = true;
+  int directives = 0;
+  for (const auto& l : lines_of(script)) {
+    const bool comment = l.empty() || l[0] == '#';
+    if (!comment) in_header = false;
+    if (l.rfind("#SBATCH", 0) == 0) {
+      INFO("directive after the first command: " << l);
+      CHECK(in_header);
+      ++directives;
+    }
+  }
+  CHECK(directives > 0);
+}
+
+struct Sandbox {
+  fs::path dir;
+  Sandbox() {
+    dir = fs::temp_directory_path() /
+          ("attndev_slurm_script_" + std::to_string(::getpid()) + "_" +
+           std::to_string(counter()++));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "bin");
+  }
+  ~Sandbox() { fs::remove_all(dir); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  fs::path write(const std::string& name, const std::string& text, bool executable) const {
+    const fs::path p = dir / name;
+    std::ofstream(p) << text;
+    if (executable) {
+      fs::permissions(p, fs::perms::owner_all, fs::perm_options::add);
+    }
+    return p;
+  }
+};
+
+struct Run {
+  int status = -1;
+  std::string output;
+};
+
+Run run_shell(const std::string& command) {
+  Run r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.output += buf;
+  const int raw = ::pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A stand-in for srun/sbatch: appends each argument on its own line to LOG, then a separator.
+std::string recorder(const fs::path& log, const std::string& then) {
+  return "#!/bin/bash\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> " + shell_quote(log.string()) +
+         "; done\necho --- >> " + shell_quote(log.string()) + "\n" + then + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("parse_slurm_time accepts SLURM's forms", "[slurm]") {
+  CHECK(parse_slurm_time("30") == 1800);
+  CHECK(parse_slurm_time("5:30") == 330);
+  CHECK(parse_slurm_time("2:00:00") == 7200);
+  CHECK(parse_slurm_time("1-12") == 129600);
+  CHECK(parse_slurm_time("1-0:30") == 88200);
+  CHECK(parse_slurm_time("1-00:00:10") == 86410);
+  CHECK(parse_slurm_time("0") == 0);
+  CHECK(parse_slurm_time("UNLIMITED") == 0);
+  CHECK(parse_slurm_time("infinite") == 0);
+}
+
+TEST_CASE("parse_slurm_time rejects malformed times", "[slurm]") {
+  for (const char* bad : {"", "abc", "1h", "1:2:3:4", "-5", "1-", "1-2:3:4:5", ":5", "5:", "1.5",
+                          "1--2", "1234567890"}) {
+    INFO("time '" << bad << "'");
+    CHECK_FALSE(parse_slurm_time(bad).has_value());
+  }
+}
+
+TEST_CASE("signal lead is a quarter of short limits and capped for long ones", "[slurm]") {
+  CHECK(signal_lead_seconds(60) == 15);
+  CHECK(signal_lead_seconds(4) == 1);
+  CHECK(signal_lead_seconds(1) == 1);
+  CHECK(signal_lead_seconds(7200) == 120);
+}
+
+TEST_CASE("shell_quote round-trips through bash", "[slurm]") {
+  Sandbox box;
+  for (const std::string text : {"plain", "with space", "it's", "'", "$HOME `x` \"q\" \\ *", ""}) {
+    const fs::path p = box.write("quote.sh", "printf %s " + shell_quote(text) + "\n", false);
+    const Run r = run_shell("bash " + shell_quote(p.string()));
+    INFO("text <" << text << "> quoted " << shell_quote(text));
+    CHECK(r.status == 0);
+    CHECK(r.output == text);
+  }
+}
+
+TEST_CASE("default_job_name keeps the config stem", "[slurm]") {
+  CHECK(default_job_name("configs/paper/fig3.json") == "attndev-fig3");
+  CHECK(default_job_name("/x/my sweep(2).json") == "attndev-my_sweep_2_");
+  CHECK(default_job_name("noext") == "attndev-noext");
+  CHECK(default_job_name(std::string(100, 'a') + ".json").size() == 64);
+}
+
+TEST_CASE("sweep script: array, resources and directives before commands", "[slurm]") {
+  SlurmOptions o = base_options();
+  SlurmScripts s = make_slurm_scripts(o);
+  check_directives_first(s.sweep);
+  check_directives_first(s.merge);
+  CHECK(has_line(s.sweep, "#SBATCH --array=0-3"));
+  CHECK(has_line(s.sweep, "#SBATCH --job-name=attndev-sweep"));
+  CHECK(has_line(s.sweep, "#SBATCH --cpus-per-task=1"));
+  CHECK(has_line(s.sweep, "#SBATCH --requeue"));
+  CHECK(has_line(s.sweep, "#SBATCH --open-mode=append"));
+  CHECK(has_line(s.sweep, "#SBATCH --output=/scratch/u/sweep1/slurm/logs/%A_%a.out"));
+  CHECK(has_line(s.merge, "#SBATCH --output=/scratch/u/sweep1/slurm/logs/merge_%j.out"));
+  CHECK(has_line(s.merge, "#SBATCH --job-name=attndev-sweep-merge"));
+  // Nothing asked for, nothing constrained: the cluster's defaults apply.
+  CHECK(count_prefix(s.sweep, "#SBATCH --partition") == 0);
+  CHECK(count_prefix(s.sweep, "#SBATCH --time") == 0);
+  CHECK(count_prefix(s.sweep, "#SBATCH --signal") == 0);
+  CHECK(count_prefix(s.sweep, "#SBATCH --gpus") == 0);
+  CHECK(count_prefix(s.merge, "#SBATCH --gpus") == 0);
+
+  o.partition = "gpu,gpu-long";
+  o.time_limit = "1:00:00";
+  o.cpus_per_task = 8;
+  o.gpus_per_task = 1;
+  o.shards = 1;
+  s = make_slurm_scripts(o);
+  check_directives_first(s.sweep);
+  CHECK(has_line(s.sweep, "#SBATCH --array=0-0"));
+  CHECK(has_line(s.sweep, "#SBATCH --partition=gpu,gpu-long"));
+  CHECK(has_line(s.sweep, "#SBATCH --time=1:00:00"));
+  CHECK(has_line(s.sweep, "#SBATCH --signal=TERM@120"));
+  CHECK(has_line(s.sweep, "#SBATCH --cpus-per-task=8"));
+  CHECK(has_line(s.sweep, "#SBATCH --gpus-per-task=1"));
+  CHECK(has_line(s.merge, "#SBATCH --partition=gpu,gpu-long"));
+  CHECK(has_line(s.merge, "#SBATCH --time=1:00:00"));
+  CHECK(count_prefix(s.merge, "#SBATCH --gpus") == 0);  // merging needs no GPU
+
+  o.time_limit = "UNLIMITED";
+  s = make_slurm_scripts(o);
+  CHECK(has_line(s.sweep, "#SBATCH --time=UNLIMITED"));
+  CHECK(count_prefix(s.sweep, "#SBATCH --signal") == 0);  // no deadline to warn ahead of
+}
+
+TEST_CASE("generated scripts are valid bash", "[slurm]") {
+  Sandbox box;
+  const SlurmScripts s = make_slurm_scripts(base_options());
+  for (const auto& [name, text] : {std::pair{"sweep", s.sweep}, {"merge", s.merge},
+                                   {"submit", s.submit}}) {
+    const fs::path p = box.write(name, text, false);
+    const Run r = run_shell("bash -n " + shell_quote(p.string()));
+    INFO(name << ":\n" << text << "\n" << r.output);
+    CHECK(r.status == 0);
+  }
+}
+
+TEST_CASE("sweep script runs shard TASK/N through srun with the exact runner arguments",
+          "[slurm]") {
+  Sandbox box;
+  SlurmOptions o = base_options();
+  o.cpus_per_task = 3;
+  o.gpus_per_task = 2;
+  const SlurmScripts s = make_slurm_scripts(o);
+  const fs::path log = box.dir / "srun.log";
+  box.write("bin/srun", recorder(log, "echo OMP=$OMP_NUM_THREADS; exit 75"), true);
+  const fs::path sweep = box.write("sweep.sbatch", s.sweep, false);
+  const std::string env = "PATH=" + shell_quote((box.dir / "bin").string()) + ":\"$PATH\" ";
+
+  // SLURM_ARRAY_TASK_COUNT is deliberately wrong: a resubmitted subset has a smaller count, and
+  // the shard must come from the script's fixed N, not from it.
+  const Run ok = run_shell(env + "SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=1 bash " +
+                           shell_quote(sweep.string()));
+  INFO(ok.output);
+  CHECK(ok.status == 75);  // the runner's exit code comes back through exec srun
+  const std::vector<std::string> expected = {
+      "--ntasks=1", "--cpus-per-task=3", "--gpus-per-task=2", "/opt/attn dev/bin/attndev", "run",
+      "/home/u/it's/sweep.json", "-o", "/scratch/u/sweep1", "--shard", "2/4", "---"};
+  CHECK(lines_of(read_all(log)) == expected);
+  CHECK(ok.output.find("OMP=3\n") != std::string::npos);
+
+  // Outside an array, or with a task id beyond this sweep: refuse before running anything.
+  fs::remove(log);
+  for (const std::string task : {"", "4", "x"}) {
+    const Run bad = run_shell(env + "SLURM_ARRAY_TASK_ID=" + task + " bash " +
+                              shell_quote(sweep.string()));
+    INFO("task '" << task << "': " << bad.output);
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find("array task 0..3") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(log));
+}
+
+TEST_CASE("submit script chains the merge afterany the sweep and passes a resubmit list",
+          "[slurm]") {
+  Sandbox box;
+  const SlurmOptions o = base_options();
+  const SlurmScripts s = make_slurm_scripts(o);
+  const fs::path log = box.dir / "sbatch.log";
+  // The stand-in answers 101 for the array and 102 for the merge, as `sbatch --parsable` would.
+  box.write("bin/sbatch",
+            recorder(log, "if grep -q dependency " + shell_quote(log.string()) +
+                              "; then echo '102;cl'; else echo 101; fi"),
+            true);
+  const fs::path submit = box.write("submit.sh", s.submit, true);
+  const std::string env = "PATH=" + shell_quote((box.dir / "bin").string()) + ":\"$PATH\" ";
+
+  Run r = run_shell(env + "bash " + shell_quote(submit.string()));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output == "sweep_job=101\nmerge_job=102\n");
+  std::vector<std::string> expected = {"--parsable", "/scratch/u/sweep1/slurm/sweep.sbatch",
+                                       "---", "--parsable", "--dependency=afterany:101",
+                                       "/scratch/u/sweep1/slurm/merge.sbatch", "---"};
+  CHECK(lines_of(read_all(log)) == expected);
+
+  fs::remove(log);
+  r = run_shell(env + "bash " + shell_quote(submit.string()) + " 1,3");
+  CHECK(r.status == 0);
+  expected.insert(expected.begin() + 1, "--array=1,3");
+  CHECK(lines_of(read_all(log)) == expected);
+
+  fs::remove(log);
+  r = run_shell(env + "bash " + shell_quote(submit.string()) + " 1 2");
+  CHECK(r.status == 2);
+  CHECK_FALSE(fs::exists(log));
+}
+
+TEST_CASE("bad options are refused with the option named", "[slurm]") {
+  struct Case {
+    const char* name;
+    void (*mutate)(SlurmOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"zero shards", [](SlurmOptions& o) { o.shards = 0; }, "--shards"},
+      {"bad time", [](SlurmOptions& o) { o.time_limit = "2h"; }, "--time"},
+      {"bad partition", [](SlurmOptions& o) { o.partition = "a b"; }, "--partition"},
+      {"zero cpus", [](SlurmOptions& o) { o.cpus_per_task = 0; }, "--cpus-per-task"},
+      {"negative gpus", [](SlurmOptions& o) { o.gpus_per_task = -1; }, "--gpus-per-task"},
+      {"relative output", [](SlurmOptions& o) { o.output_dir = "out"; }, "absolute"},
+      {"space in output", [](SlurmOptions& o) { o.output_dir = "/a b"; }, "#SBATCH"},
+      {"percent in output", [](SlurmOptions& o) { o.output_dir = "/a%j"; }, "#SBATCH"},
+      {"relative config", [](SlurmOptions& o) { o.config_path = "c.json"; }, "config"},
+      {"newline in config", [](SlurmOptions& o) { o.config_path = "/c\n.json"; }, "newline"},
+      {"bad job name", [](SlurmOptions& o) { o.job_name = "a;b"; }, "job name"},
+  };
+  for (const Case& c : cases) {
+    SlurmOptions o = base_options();
+    c.mutate(o);
+    INFO(c.name);
+    try {
+      (void)make_slurm_scripts(o);
+      FAIL("no error for " << c.name);
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()).find(c.message) != std::string::npos);
+    }
+  }
+}
