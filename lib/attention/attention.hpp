@@ -69,6 +69,15 @@ struct Options {
   int block_r = 64;             // Br: rows of Q per tile (flash algorithms)
   int block_c = 64;             // Bc: rows of K/V per tile (flash algorithms)
   int threads = 0;              // 0: all hardware threads
+  // Which implementation runs. `automatic` takes a fast path (float or double SIMD) where one
+  // exists for the policy; `generic` forces the reference path through numerics' *_in functions.
+  // Both are bit-identical by contract (test/attention/test_fast_path.cpp); the switch exists so
+  // that the contract can be tested and a suspected fast-path bug bisected.
+  enum class Path : unsigned char { automatic, generic } path = Path::automatic;
+  // 0: work items (batch, head, Q-block) are handed to threads in order; otherwise in an order
+  // shuffled by this seed. Results never depend on it (each row is computed by one thread in a
+  // fixed order); it exists to test exactly that.
+  std::uint64_t schedule_seed = 0;
 };
 
 // Causal masking aligns the bottom-right corners (FlashAttention >= 2.1): query row i may see key
@@ -91,6 +100,12 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
 
 // The FP64 golden: `baseline` under the fp64 policy (same code, not a second formula).
 Output golden(const Inputs& inputs, const Options& options);
+
+// Name of the implementation run() would use: "generic", "fast-f32" (every arithmetic stage
+// fp32, storage stages fp32/tf32/bf16/fp16) or "fast-f64" (every stage fp64). One function
+// decides both this answer and the dispatch, so they cannot disagree (STYLE.md #5).
+const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                        const Options& options);
 
 // FLOPs of one attention forward pass (4 * B * H * N_q * N_kv * d, halved-ish when causal:
 // counts only the visible (i, j) pairs), for throughput figures.

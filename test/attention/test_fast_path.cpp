@@ -1,0 +1,92 @@
+// The fast (SIMD) paths must be bit-identical to the generic path through numerics' *_in
+// functions, on many random shapes, tiles and policies (including fma off and custom storage
+// formats). A case where the fast path is not taken compares nothing and is counted apart.
+#include <random>
+#include <string>
+
+#include "helpers.hpp"
+
+using namespace attndev::attention;
+using namespace attndev::attention::testing;
+namespace nx = attndev::numerics;
+
+namespace {
+
+struct NamedPolicy {
+  std::string name;
+  nx::PrecisionPolicy policy;
+};
+
+std::vector<NamedPolicy> fast_policies() {
+  std::vector<NamedPolicy> out;
+  for (const char* n : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16", "fp32",
+                        "fp64"})
+    out.push_back({n, preset(n)});
+  nx::PrecisionPolicy p = preset("kernel-bf16");
+  p.fma = false;
+  out.push_back({"kernel-bf16+fma=false", p});
+  p = preset("fp64");
+  p.fma = false;
+  out.push_back({"fp64+fma=false", p});
+  p = preset("kernel-fp16");
+  p.score = nx::Format::tf32;
+  p.prob = nx::Format::bf16;
+  p.output = nx::Format::fp32;
+  out.push_back({"kernel-fp16+score=tf32+prob=bf16+output=fp32", p});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]") {
+  const std::uint64_t seed = 777;
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::initializer_list<int> xs) {
+    return *(xs.begin() + static_cast<long>(rng() % xs.size()));
+  };
+  std::size_t compared = 0;
+  const std::vector<NamedPolicy> policies = fast_policies();
+  for (int trial = 0; trial < 60; ++trial) {
+    const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
+    Shape s;
+    s.batch = pick({1, 2});
+    s.heads = pick({1, 2});
+    s.seq_q = pick({1, 2, 7, 16, 33, 113, 150});
+    s.seq_kv = pick({1, 3, 7, 16, 31, 113, 150});
+    s.head_dim = pick({1, 3, 8, 16, 17, 40, 64, 100});
+    Options opt;
+    opt.block_r = pick({1, 2, 5, 16, 64});
+    opt.block_c = pick({1, 3, 16, 17, 32, 64, 128});
+    opt.causal = rng() % 2 == 0;
+    opt.scale_placement = rng() % 4 == 0 ? ScalePlacement::query : ScalePlacement::scores;
+    const double stddev = pick({1, 4}) * 0.5;  // wider inputs sharpen the softmax
+    INFO(np.name << " " << describe(s, opt) << " stddev=" << stddev << " seed=" << seed
+                 << " trial=" << trial);
+    const Inputs in = random_inputs(s, seed + trial, np.policy.input, stddev);
+    for (Algorithm a : kAllAlgorithms) {
+      const std::string path = kernel_path(a, np.policy, opt);
+      if (path == "generic") continue;  // nothing to compare for this algorithm
+      INFO(algorithm_name(a) << " " << path);
+      Options generic = opt;
+      generic.path = Options::Path::generic;
+      const Output fast = run(a, np.policy, in, opt);
+      const Output ref = run(a, np.policy, in, generic);
+      CHECK(bit_differences(fast, ref) == 0);
+      ++compared;
+    }
+  }
+  INFO("compared " << compared);
+  CHECK(compared >= 60);  // the fast paths were exercised, not skipped
+}
+
+TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
+  CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), Options{})) == "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::baseline, preset("torch-math-bf16"), Options{})) ==
+        "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::baseline, preset("fp64"), Options{})) == "fast-f64");
+  // Arithmetic in bf16 is not float arithmetic rounded afterwards: generic path.
+  CHECK(std::string(kernel_path(Algorithm::flash2, preset("working-bf16"), Options{})) == "generic");
+  Options generic;
+  generic.path = Options::Path::generic;
+  CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), generic)) == "generic");
+}

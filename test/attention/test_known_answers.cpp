@@ -1,0 +1,217 @@
+// Known answers: results worked out by hand, inputs whose result is exact under every policy,
+// masking conventions, and argument validation.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "attention/detail.hpp"
+#include "helpers.hpp"
+#include "numerics/math.hpp"
+
+using namespace attndev::attention;
+using namespace attndev::attention::testing;
+namespace nx = attndev::numerics;
+
+namespace {
+
+Inputs from_rows(int n_q, int n_kv, int d, std::initializer_list<double> q,
+                 std::initializer_list<double> k, std::initializer_list<double> v) {
+  Inputs in;
+  in.q = Tensor(1, 1, n_q, d);
+  in.k = Tensor(1, 1, n_kv, d);
+  in.v = Tensor(1, 1, n_kv, d);
+  in.q.data.assign(q);
+  in.k.data.assign(k);
+  in.v.data.assign(v);
+  return in;
+}
+
+}  // namespace
+
+// S = QK^T with scale 1: row 0 scores (1, 0), row 1 scores (0, 0).
+// Row 0: P = (e, 1)/(e + 1), O = (e V0 + V1)/(e + 1), lse = log(e + 1).
+// Row 1: P = (1/2, 1/2), O = (V0 + V1)/2, lse = log 2. Causal: row 0 sees key 0 only: O = V0.
+TEST_CASE("2x2 attention worked out by hand", "[attention][known]") {
+  const Inputs in = from_rows(2, 2, 2, {1, 0, 0, 0}, {1, 0, 0, 0}, {2, -4, 6, 8});
+  const double e = std::exp(1.0);
+  for (Algorithm a : kAllAlgorithms) {
+    for (int bc : {1, 2}) {
+      Options opt;
+      opt.scale = 1.0;
+      opt.block_r = 1;
+      opt.block_c = bc;
+      INFO(algorithm_name(a) << " Bc=" << bc);
+      const Output r = run(a, nx::kGoldenPolicy, in, opt);
+      const double o00 = (e * 2 + 6) / (e + 1), o01 = (e * -4 + 8) / (e + 1);
+      CHECK(r.o.at(0, 0, 0, 0) == Approx(o00).epsilon(1e-14));
+      CHECK(r.o.at(0, 0, 0, 1) == Approx(o01).epsilon(1e-14));
+      CHECK(r.o.at(0, 0, 1, 0) == Approx(4.0).epsilon(1e-14));
+      CHECK(r.o.at(0, 0, 1, 1) == Approx(2.0).epsilon(1e-14));
+      CHECK(r.lse[0] == Approx(std::log(e + 1)).epsilon(1e-14));
+      CHECK(r.lse[1] == Approx(std::log(2.0)).epsilon(1e-14));
+
+      opt.causal = true;
+      const Output c = run(a, nx::kGoldenPolicy, in, opt);
+      CHECK(c.o.at(0, 0, 0, 0) == 2.0);  // one visible key: P = 1 exactly
+      CHECK(c.o.at(0, 0, 0, 1) == -4.0);
+      CHECK(c.lse[0] == Approx(1.0).epsilon(1e-14));
+      CHECK(c.o.at(0, 0, 1, 0) == Approx(4.0).epsilon(1e-14));
+    }
+  }
+}
+
+// K = 0: every score is 0, so every p is exp(0) = 1 and l counts the keys. With N_kv a power of
+// two, 1/N is exact in every format, and O = mean of a constant column = that constant, exactly.
+TEST_CASE("constant V columns give O equal to the constant under every policy", "[attention][exact]") {
+  for (const nx::PolicyPreset& pp : nx::kPolicyPresets) {
+    for (int n_kv : {1, 8, 64}) {
+      Shape s{1, 2, 13, n_kv, 5};
+      Inputs in = random_inputs(s, /*seed=*/7, pp.policy.input);
+      for (double& x : in.k.data) x = 0.0;
+      for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < n_kv; ++j)
+          for (int t = 0; t < 5; ++t) in.v.at(0, h, j, t) = (t - 2) * (h + 1);  // small integers
+      for (Algorithm a : kAllAlgorithms) {
+        for (int bc : {1, 3, 64}) {
+          Options opt;
+          opt.block_r = 4;
+          opt.block_c = bc;
+          INFO(pp.name << " " << algorithm_name(a) << " " << describe(s, opt));
+          const Output r = run(a, pp.policy, in, opt);
+          std::size_t wrong = 0;
+          for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < s.seq_q; ++i)
+              for (int t = 0; t < 5; ++t) wrong += r.o.at(0, h, i, t) != (t - 2) * (h + 1);
+          CHECK(wrong == 0);
+        }
+      }
+    }
+  }
+}
+
+// Q_i = 128 e_{sigma(i)}, K = I: the score of key sigma(i) is 128, every other score 0, and
+// exp(-128) underflows to exactly 0 in fp32 (and narrower). So P is exactly one-hot and O_i is
+// exactly V_{sigma(i)} for every policy whose statistics are at most fp32.
+TEST_CASE("one-hot scores select one row of V exactly", "[attention][exact]") {
+  const int n = 37;
+  Shape s{1, 1, n, n, n};
+  for (const nx::PolicyPreset& pp : nx::kPolicyPresets) {
+    if (pp.policy.stats == nx::Format::fp64) continue;  // exp(-128) is not 0 in fp64
+    Inputs in = random_inputs(s, /*seed=*/11, pp.policy.input);
+    for (double& x : in.q.data) x = 0.0;
+    for (double& x : in.k.data) x = 0.0;
+    for (int i = 0; i < n; ++i) {
+      in.q.at(0, 0, i, (i * 5 + 3) % n) = 128.0;
+      in.k.at(0, 0, i, i) = 1.0;
+      for (int t = 0; t < n; ++t) in.v.at(0, 0, i, t) = ((i + 2 * t) % 9) - 4;
+    }
+    for (Algorithm a : kAllAlgorithms) {
+      Options opt;
+      opt.scale = 1.0;
+      opt.block_r = 5;
+      opt.block_c = 6;
+      INFO(pp.name << " " << algorithm_name(a));
+      const Output r = run(a, pp.policy, in, opt);
+      std::size_t wrong = 0;
+      for (int i = 0; i < n; ++i)
+        for (int t = 0; t < n; ++t) wrong += r.o.at(0, 0, i, t) != in.v.at(0, 0, (i * 5 + 3) % n, t);
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("fully masked rows give O = 0 and lse = -inf, never NaN", "[attention][mask]") {
+  Shape s{2, 1, 9, 4, 3};  // causal with N_q > N_kv: rows 0..4 see nothing
+  const Inputs in = random_inputs(s, /*seed=*/3, nx::Format::bf16);
+  for (const char* name : {"kernel-bf16", "torch-math-bf16", "working-bf16", "fp64", "fp8-e4m3"}) {
+    for (Algorithm a : kAllAlgorithms) {
+      Options opt;
+      opt.causal = true;
+      opt.block_r = 2;
+      opt.block_c = 3;
+      INFO(name << " " << algorithm_name(a));
+      const Output r = run(a, preset(name), in, opt);
+      for (int b = 0; b < 2; ++b) {
+        for (int i = 0; i < 9; ++i) {
+          const bool empty = i < 5;
+          const double lse = r.lse[static_cast<std::size_t>(b) * 9 + i];
+          CHECK(!std::isnan(lse));
+          CHECK((lse == -std::numeric_limits<double>::infinity()) == empty);
+          for (int t = 0; t < 3; ++t) {
+            const double x = r.o.at(b, 0, i, t);
+            CHECK(std::isfinite(x));
+            if (empty) CHECK(x == 0.0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("causal mask is bottom-right aligned", "[attention][mask]") {
+  for (int n_q : {1, 4, 9})
+    for (int n_kv : {1, 4, 9})
+      for (int i = 0; i < n_q; ++i) {
+        int count = 0;
+        for (int j = 0; j < n_kv; ++j) count += causal_visible(i, j, n_q, n_kv);
+        // The visible keys are a prefix, and the last query row sees every key.
+        CHECK(detail::visible_count(i, n_q, n_kv, /*causal=*/true) == count);
+        for (int j = 0; j < count; ++j) CHECK(causal_visible(i, j, n_q, n_kv));
+        if (i == n_q - 1) CHECK(count == n_kv);
+      }
+}
+
+// flash2 leaves a row untouched by a K/V block it cannot see, where the kernel rescales by
+// exp2(0); the two agree only because exp2(0) is exactly 1. Pin that precondition here.
+TEST_CASE("exp2(0) and exp(0) are exactly 1 in every stats format", "[attention][precondition]") {
+  for (nx::Format f : nx::kAllFormats) {
+    CHECK(nx::exp2_in(f, 0.0) == 1.0);
+    CHECK(nx::exp_in(f, 0.0) == 1.0);
+  }
+}
+
+TEST_CASE("invalid arguments throw std::invalid_argument naming the field", "[attention][validation]") {
+  const Shape s{1, 2, 5, 6, 4};
+  const Inputs good = random_inputs(s, /*seed=*/1, nx::Format::fp32);
+  const nx::PrecisionPolicy pol = preset("fp32");
+  auto message = [&](const Inputs& in, const Options& opt) -> std::string {
+    try {
+      run(Algorithm::flash2, pol, in, opt);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no exception)";
+  };
+  Options opt;
+  CHECK_NOTHROW(run(Algorithm::flash2, pol, good, opt));
+  opt.block_r = 0;
+  CHECK_THAT(message(good, opt), Catch::Contains("block_r"));
+  opt = Options{};
+  opt.block_c = -3;
+  CHECK_THAT(message(good, opt), Catch::Contains("block_c"));
+  opt = Options{};
+  opt.threads = -1;
+  CHECK_THAT(message(good, opt), Catch::Contains("threads"));
+
+  Inputs bad = good;
+  bad.k = Tensor(1, 2, 6, 3);
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("k.cols"));
+  bad = good;
+  bad.v = Tensor(1, 2, 7, 4);
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("v.rows"));
+  bad = good;
+  bad.v = Tensor(1, 1, 6, 4);
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("inputs.v"));
+  bad = good;
+  bad.q = Tensor(1, 2, 0, 4);
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("q.rows"));
+  bad = good;
+  bad.q = Tensor(1, 2, 5, 0);
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("q.cols"));
+  bad = good;
+  bad.q.data.pop_back();
+  CHECK_THAT(message(bad, Options{}), Catch::Contains("q.data"));
+  opt = Options{};
+  opt.scale = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THAT(message(good, opt), Catch::Contains("scale"));
+}
