@@ -1,0 +1,149 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include "experiment/policy_json.hpp"
+#include "io/safetensors.hpp"
+#include "numerics/round.hpp"
+#include "train/optimizer.hpp"
+
+namespace attndev::train {
+
+Numerics numerics_of(const TrainConfig& cfg, int threads) {
+  Numerics n;
+  n.precision = cfg.precision;
+  n.algorithm = cfg.algorithm;
+  n.policy = cfg.policy;
+  n.block_r = cfg.block_r;
+  n.block_c = cfg.block_c;
+  n.threads = threads;
+  return n;
+}
+
+numerics::Format master_format(Precision p) { return activation_format(p); }
+
+std::vector<io::NamedTensor> weights_of(Model& model, io::DType dtype) {
+  std::vector<io::NamedTensor> r;
+  for (const Param* p : model.params()) {
+    io::NamedTensor t;
+    t.name = p->name;
+    t.dtype = dtype;
+    t.shape = {p->value.rows(), p->value.cols()};
+    t.values.assign(p->value.data(), p->value.data() + p->value.size());
+    r.push_back(std::move(t));
+  }
+  return r;
+}
+
+std::string snapshot_name(int step) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "step_%06d.safetensors", step);
+  return buf;
+}
+
+namespace {
+
+bool all_finite(const std::vector<Param*>& params) {
+  for (const Param* p : params)
+    if (!p->grad.allFinite()) return false;
+  return true;
+}
+
+io::TensorMetadata metadata_of(const TrainConfig& cfg, int step) {
+  return {{"run", cfg.name},
+          {"step", std::to_string(step)},
+          {"seed", std::to_string(cfg.seed)},
+          {"data_seed", std::to_string(cfg.data_seed)},
+          {"precision", precision_name(cfg.precision)},
+          {"algorithm", attention::algorithm_name(cfg.algorithm)},
+          {"policy", experiment::policy_label(cfg.policy)}};
+}
+
+}  // namespace
+
+RunResult train_run(const TrainConfig& cfg, const Corpus& corpus, const RunOptions& options) {
+  if (corpus.tokens.size() < std::size_t(cfg.model.context) + 2)
+    throw CorpusError("corpus " + corpus.source + " is shorter than the context + 2 characters");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Numerics num = numerics_of(cfg, options.threads);
+  const numerics::Format master = master_format(cfg.precision);
+  const io::DType dtype = cfg.precision == Precision::fp64 ? io::DType::f64 : io::DType::f32;
+
+  Model model(cfg.model);
+  model.init(cfg.seed, master);
+  const std::vector<Param*> params = model.params();
+  AdamW opt(cfg.optimizer, params, cfg.steps);
+  // Dynamic loss scaling (fp16 only): fp16 gradients below 2^-24 flush to zero, so the loss is
+  // multiplied up; an overflow (inf/NaN gradient) skips the step and halves the scale.
+  const bool scaling = cfg.precision == Precision::fp16;
+  double scale = scaling ? cfg.loss_scale_init : 1.0;
+  int good_steps = 0;
+
+  RunResult result;
+  std::ofstream csv;
+  const bool write = !options.out_dir.empty();
+  auto snapshot = [&](int step) {
+    result.snapshot_steps.push_back(step);
+    if (write)
+      io::write_safetensors(options.out_dir / "snapshots" / snapshot_name(step),
+                            weights_of(model, dtype), metadata_of(cfg, step));
+  };
+  if (write) {
+    std::filesystem::create_directories(options.out_dir / "snapshots");
+    csv.open(options.out_dir / "loss.csv");
+    if (!csv) throw std::runtime_error("cannot write " + (options.out_dir / "loss.csv").string());
+    csv << "step,loss,lr,loss_scale,grad_norm,skipped,seconds\n";
+  }
+  snapshot(0);
+
+  for (int step = 0; step < cfg.steps; ++step) {
+    const Batch batch = make_batch(corpus, cfg.data_seed, step, cfg.batch, cfg.model.context);
+    model.zero_grad();
+    StepLog log;
+    log.step = step;
+    log.loss = model.forward(batch.inputs, batch.targets, cfg.model.context, num);
+    log.lr = opt.lr_at(step);
+    log.loss_scale = scale;
+    model.backward(scale, num);
+    if (!all_finite(params)) {
+      if (!scaling)
+        throw std::runtime_error("run " + cfg.name + ": non-finite gradient at step " +
+                                 std::to_string(step) + " (loss " + std::to_string(log.loss) +
+                                 "); lower optimizer.lr or use fp32");
+      log.skipped = true;
+      ++result.skipped_steps;
+      scale = std::max(1.0, scale / 2);
+      good_steps = 0;
+    } else {
+      // Unscale, then hold the gradient as the fp32 master gradient.
+      for (Param* p : params) {
+        if (scale != 1.0) p->grad /= scale;
+        round_all(master, p->grad);
+      }
+      log.grad_norm = opt.step(step, master);
+      if (scaling && ++good_steps >= cfg.loss_scale_growth_interval) {
+        scale *= 2;
+        good_steps = 0;
+      }
+    }
+    log.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (write) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%d,%.9g,%.6g,%.6g,%.9g,%d,%.3f\n", step, log.loss, log.lr,
+                    log.loss_scale, log.grad_norm, log.skipped ? 1 : 0, log.seconds);
+      csv << line << std::flush;
+    }
+    result.log.push_back(log);
+    if (options.progress) options.progress(log);
+    if ((step + 1) % cfg.snapshot_every == 0 || step + 1 == cfg.steps) snapshot(step + 1);
+  }
+  result.final_weights = weights_of(model, dtype);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace attndev::train
