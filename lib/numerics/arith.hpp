@@ -28,23 +28,31 @@ ATTNDEV_HD inline void two_prod(double a, double b, double& hi, double& lo) {
   lo = fma(a, b, -hi);
 }
 
-// Rounds the exact value hi + lo (|lo| <= ulp(hi)/2, as TwoSum/TwoProd give) to f.
-// round(hi) differs from round(hi + lo) only when hi is exactly a midpoint of f: every midpoint
-// of f is a double, so a midpoint strictly between hi and hi + lo would be nearer than hi.
+// Rounds the exact value hi + lo to f, where hi = RN_double(hi + lo) (|lo| <= ulp(hi)/2, as
+// TwoSum/TwoProd give; only the sign of lo is used). round(hi) differs from round(hi + lo) only
+// when hi is exactly a midpoint of f: every midpoint of f is a double, so a midpoint strictly
+// between hi and hi + lo would be nearer to hi + lo than hi is. The midpoint above the largest
+// finite value counts too: 65520 - 2^-30 must give 65504 in fp16, not inf.
 ATTNDEV_HD inline double round_to(Format f, double hi, double lo) {
-  const double r = round_to(f, hi);
-  if (lo == 0.0 || f == Format::fp64 || r == hi || !(fabs(r) <= traits(f).max_finite)) return r;
+  if (f == Format::fp64 || lo == 0.0 || !(fabs(hi) <= 1.7976931348623157e308)) {
+    return round_to(f, hi);
+  }
   const FormatTraits t = traits(f);
-  int exp2_of_hi;
-  frexp(hi, &exp2_of_hi);  // hi = m * 2^exp2_of_hi, m in [0.5, 1)
-  int e = exp2_of_hi - 1;
-  if (e < t.min_exponent) e = t.min_exponent;
-  const double half_quantum = ldexp(1.0, e - t.fraction_bits - 1);
-  const double err = hi - r;  // exact: r is a neighbour of hi in the same or adjacent binade
-  if (fabs(err) != half_quantum) return r;
-  // hi is a tie that RNE resolved towards r; lo tells on which side the exact value lies.
-  const bool lo_points_away_from_r = (lo > 0) == (err > 0);
-  return lo_points_away_from_r ? round_to(f, r + 2.0 * err) : r;
+  const double a = fabs(hi);
+  double r = detail::round_magnitude(t, a);  // not yet clamped to the format's range
+  if (r != a) {
+    int exp2_of_a;
+    frexp(a, &exp2_of_a);  // a = m * 2^exp2_of_a, m in [0.5, 1)
+    int e = exp2_of_a - 1;
+    if (e < t.min_exponent) e = t.min_exponent;
+    const double half_quantum = ldexp(1.0, e - t.fraction_bits - 1);
+    const double err = a - r;  // exact: r is a neighbour of a in the same or adjacent binade
+    // a is a tie that RNE resolved towards r; lo tells on which side the exact value lies.
+    const bool lo_points_away_from_r = (lo > 0) == (hi > 0) ? err > 0 : err < 0;
+    if (fabs(err) == half_quantum && lo_points_away_from_r) r += 2.0 * err;
+  }
+  r = detail::apply_overflow(t, r, default_overflow(f));
+  return r != r ? r : copysign(r, hi);
 }
 
 ATTNDEV_HD inline double add_in(Format f, double a, double b) {
@@ -80,14 +88,24 @@ ATTNDEV_HD inline double fma_in(Format f, double a, double b, double c) {
     const float fa = static_cast<float>(a), fb = static_cast<float>(b), fc = static_cast<float>(c);
     if (fa == a && fb == b && fc == c) return fmaf(fa, fb, fc);  // native, correctly rounded
   }
-  // Exact a*b = ph + pl; exact (ph + c) = s + t. For operands of <= 26 bits pl == 0 and the
-  // result is exact; otherwise t + pl is rounded once, which can only matter at an exact tie of f.
-  double ph, pl, s, t;
+  // Exact a*b = ph + pl; exact ph + c = s + t; so a*b + c = s + t + pl exactly. t + pl is
+  // summed error-free as well (u + v), then s + u = hi + w: the exact result is hi + (w + v), and
+  // w + v, rounded, keeps its sign (zero only when it is zero), which is all round_to needs.
+  // Rounding t + pl directly would not do: it can land exactly on ulp(s) and turn a value just
+  // above a midpoint of f into the midpoint itself.
+  const double fused = fma(a, b, c);
+  double ph, pl;
   two_prod(a, b, ph, pl);
+  if (!(fabs(fused) <= 1.7976931348623157e308) || !(fabs(ph) <= 1.7976931348623157e308)) {
+    // Non-finite result, or a product beyond the double range that c brings back (a corner where
+    // the double FMA's rounding is kept: it matters only at exact ties of f).
+    return round_to(f, fused);
+  }
+  double s, t, u, v, hi, w;
   two_sum(ph, c, s, t);
-  double hi, lo;
-  two_sum(s, t + pl, hi, lo);
-  return round_to(f, hi, lo);
+  two_sum(t, pl, u, v);
+  two_sum(s, u, hi, w);
+  return round_to(f, hi, w + v);
 }
 
 // One step of a dot-product accumulation in format f, with or without a fused multiply-add:

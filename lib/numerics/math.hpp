@@ -2,7 +2,17 @@
 //
 // The emulator and the CUDA kernels must compute exp/exp2 bit-identically, so neither may call
 // the platform's libm (glibc and CUDA's libdevice differ in the last bit). These are our own
-// implementations from + - * and explicit fma only, compiled the same way on host and device.
+// implementations from + - * and explicit fma only (plus bit manipulation), compiled the same way
+// on host and device. With -ffp-contract=off on the host and --fmad=false on the device the
+// operation sequence is fixed, and IEEE + - * fma are correctly rounded on both.
+//
+// Shape of every kernel: clamp x (a NaN passes the selects unchanged), x = k*b + r with k an
+// integer from a magic-number add (no float->int conversion, no call), f(r) = 1 + r*g(r) by
+// Horner with fma, then the result is scaled by 2^k in two steps: 2^k alone is not representable
+// for results in the subnormal range (or just past overflow), and p * 2^k1 is exact, so the
+// second multiply is the only rounding the scaling adds. No branches: a plain loop over an array
+// vectorizes. Coefficients come from test/numerics/gen_exp_coeffs.py; accuracy is measured in
+// test_math.cpp and reported in docs/formats.md.
 //
 // exp_in(f, x) / exp2_in(f, x): the function evaluated in the working precision a kernel would use
 // for a stage stored in f (fp32 arithmetic for every format up to fp32, fp64 for fp64), then
@@ -10,6 +20,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "format.hpp"
 #include "host_device.hpp"
@@ -17,11 +28,114 @@
 
 namespace attndev::numerics {
 
-// TODO(numerics): replace with deterministic polynomial implementations (owner: numerics work).
-ATTNDEV_HD inline float exp2_f32(float x) { return exp2f(x); }
-ATTNDEV_HD inline float exp_f32(float x) { return expf(x); }
-ATTNDEV_HD inline double exp2_f64(double x) { return exp2(x); }
-ATTNDEV_HD inline double exp_f64(double x) { return exp(x); }
+namespace detail {
+
+// Adding 1.5 * 2^23 (2^52 for double) to |x| < 2^22 rounds x to an integer (RNE), and that
+// integer is the difference of the bit patterns.
+inline constexpr float kRoundMagicF = 0x1.8p23f;
+inline constexpr double kRoundMagicD = 0x1.8p52;
+
+// p * 2^k for |k| <= 300 (float) or 2200 (double), as two exact power-of-two factors. k comes in
+// as the unsigned difference of bit patterns; wrapping unsigned arithmetic equals the signed one
+// for valid k and stays defined for the garbage k of a NaN. The bias keeps the halving a logical
+// shift (AVX2 has no 64-bit arithmetic shift), so the loop still vectorizes.
+ATTNDEV_HD inline float scale_pow2_f32(float p, std::uint32_t k) {
+  const std::uint32_t k1 = ((k + 512u) >> 1) - 256u;  // floor(k / 2)
+  const std::uint32_t k2 = k - k1;
+  return (p * float_from_bits((k1 + 127u) << 23)) * float_from_bits((k2 + 127u) << 23);
+}
+ATTNDEV_HD inline double scale_pow2_f64(double p, std::uint64_t k) {
+  const std::uint64_t k1 = ((k + 4096u) >> 1) - 2048u;
+  const std::uint64_t k2 = k - k1;
+  return (p * double_from_bits((k1 + 1023u) << 52)) * double_from_bits((k2 + 1023u) << 52);
+}
+
+}  // namespace detail
+
+// 2^x in float. Beyond the clamps the result is already 0 (2^-160) or inf (2^140); -inf gives +0
+// and +inf gives inf through the same clamps, and exp2(-1e30) (a masked score) gives 0.
+ATTNDEV_HD inline float exp2_f32(float x) {
+  x = x < -160.0f ? -160.0f : x;
+  x = x > 140.0f ? 140.0f : x;
+  const float shifted = x + detail::kRoundMagicF;
+  const float k_f = shifted - detail::kRoundMagicF;
+  // For a NaN x, k is garbage but finite bits; p is NaN and so is the product.
+  const std::uint32_t k = bits_of(shifted) - bits_of(detail::kRoundMagicF);
+  const float r = x - k_f;  // exact, |r| <= 1/2
+  float g = 0x1.44138ap-13f;
+  g = fmaf(g, r, 0x1.5f089p-10f);
+  g = fmaf(g, r, 0x1.3b2a54p-7f);
+  g = fmaf(g, r, 0x1.c6af6cp-5f);
+  g = fmaf(g, r, 0x1.ebfbep-3f);
+  g = fmaf(g, r, 0x1.62e43p-1f);
+  return detail::scale_pow2_f32(fmaf(r, g, 1.0f), k);
+}
+
+// e^x in float with Cody-Waite reduction: r = x - k*ln2 with ln2 split as hi + lo. k*ln2_hi
+// needs no rounding inside the fma and x - k*ln2_hi is exact (Sterbenz-like: |r| < 1/2 on the
+// grid of ulp(x) and ulp(ln2_hi)), so r carries only one rounding. exp2(x*log2e) instead would
+// round x*log2e, an error of up to |x| * 2^-24 in the exponent, ~60 ulp at x = 88.
+ATTNDEV_HD inline float exp_f32(float x) {
+  x = x < -110.0f ? -110.0f : x;  // e^-110 < 2^-150: rounds to 0
+  x = x > 100.0f ? 100.0f : x;    // e^100 > FLT_MAX
+  const float shifted = fmaf(x, 0x1.715476p+0f, detail::kRoundMagicF);
+  const float k_f = shifted - detail::kRoundMagicF;
+  const std::uint32_t k = bits_of(shifted) - bits_of(detail::kRoundMagicF);
+  float r = fmaf(-k_f, 0x1.62e43p-1f, x);
+  r = fmaf(-k_f, -0x1.05c61p-29f, r);  // |r| <= ln2/2 plus k's rounding slack
+  float g = 0x1.6d44b2p-10f;
+  g = fmaf(g, r, 0x1.123f1ep-7f);
+  g = fmaf(g, r, 0x1.5554e8p-5f);
+  g = fmaf(g, r, 0x1.55547ap-3f);
+  g = fmaf(g, r, 0x1p-1f);
+  g = fmaf(g, r, 0x1p+0f);
+  return detail::scale_pow2_f32(fmaf(r, g, 1.0f), k);
+}
+
+// 2^x in double.
+ATTNDEV_HD inline double exp2_f64(double x) {
+  x = x < -1100.0 ? -1100.0 : x;
+  x = x > 1100.0 ? 1100.0 : x;
+  const double shifted = x + detail::kRoundMagicD;
+  const double k_f = shifted - detail::kRoundMagicD;
+  const std::uint64_t k = bits_of(shifted) - bits_of(detail::kRoundMagicD);
+  const double r = x - k_f;  // exact
+  double g = 0x1.e9d3fe3952179p-32;
+  g = fma(g, r, 0x1.e6063f7217bc6p-28);
+  g = fma(g, r, 0x1.b524fae627834p-24);
+  g = fma(g, r, 0x1.62bfd47773353p-20);
+  g = fma(g, r, 0x1.ffcbfc670dcd4p-17);
+  g = fma(g, r, 0x1.430913096fd9fp-13);
+  g = fma(g, r, 0x1.5d87fe78a5276p-10);
+  g = fma(g, r, 0x1.3b2ab6fba1ddap-7);
+  g = fma(g, r, 0x1.c6b08d704a0c2p-5);
+  g = fma(g, r, 0x1.ebfbdff82c598p-3);
+  g = fma(g, r, 0x1.62e42fefa39efp-1);
+  return detail::scale_pow2_f64(fma(r, g, 1.0), k);
+}
+
+// e^x in double, Cody-Waite as in exp_f32.
+ATTNDEV_HD inline double exp_f64(double x) {
+  x = x < -760.0 ? -760.0 : x;  // e^-760 < 2^-1075: rounds to 0
+  x = x > 720.0 ? 720.0 : x;    // e^720 > DBL_MAX
+  const double shifted = fma(x, 0x1.71547652b82fep+0, detail::kRoundMagicD);
+  const double k_f = shifted - detail::kRoundMagicD;
+  const std::uint64_t k = bits_of(shifted) - bits_of(detail::kRoundMagicD);
+  double r = fma(-k_f, 0x1.62e42fefa39efp-1, x);
+  r = fma(-k_f, 0x1.abc9e3b39803fp-56, r);
+  double g = 0x1.af4f1ddf981a8p-26;
+  g = fma(g, r, 0x1.28a3c505b0b3cp-22);
+  g = fma(g, r, 0x1.71de019d031e7p-19);
+  g = fma(g, r, 0x1.a019a56f9afc6p-16);
+  g = fma(g, r, 0x1.a01a01ac16f76p-13);
+  g = fma(g, r, 0x1.6c16c17f92f34p-10);
+  g = fma(g, r, 0x1.1111111110085p-7);
+  g = fma(g, r, 0x1.5555555551f8cp-5);
+  g = fma(g, r, 0x1.5555555555557p-3);
+  g = fma(g, r, 0x1.0000000000005p-1);
+  g = fma(g, r, 0x1p+0);
+  return detail::scale_pow2_f64(fma(r, g, 1.0), k);
+}
 
 ATTNDEV_HD inline double exp2_in(Format f, double x) {
   if (f == Format::fp64) return exp2_f64(x);
