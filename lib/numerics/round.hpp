@@ -105,9 +105,10 @@ ATTNDEV_HD inline double round_to(Format f, double x, Overflow overflow) {
 
 ATTNDEV_HD inline double round_to(Format f, double x) { return round_to(f, x, default_overflow(f)); }
 
-// Float fast paths. Each equals static_cast<float>(round_to(f, double(x))) bit for bit, NaN
-// included (a NaN comes back quieted with its payload, as float -> double -> float does on x86).
-// Overflow is to +-inf, the default for these formats.
+// Float fast paths. Each equals static_cast<float>(round_to(f, double(x))) bit for bit for every
+// non-NaN float; a NaN comes back as the same bits (the double path gives a NaN too, quieted or
+// not depending on whether the compiler folds float -> double -> float). Overflow is to +-inf,
+// the default for these formats.
 
 // bf16 is the upper half of a float with the same exponent range, so RNE on the low 16 bits is
 // the whole job: subnormals are linear in the bits, and a carry into the exponent field is the
@@ -116,7 +117,7 @@ ATTNDEV_HD inline float round_to_bf16(float x) {
   const std::uint32_t u = bits_of(x);
   const std::uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
   const bool is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
-  return float_from_bits(is_nan ? (u | 0x00400000u) : rounded);
+  return float_from_bits(is_nan ? u : rounded);
 }
 
 // tf32: same idea with 13 dropped bits (fp32 exponent range, 10 fraction bits).
@@ -124,7 +125,7 @@ ATTNDEV_HD inline float round_to_tf32(float x) {
   const std::uint32_t u = bits_of(x);
   const std::uint32_t rounded = (u + 0x0FFFu + ((u >> 13) & 1u)) & 0xFFFFE000u;
   const bool is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
-  return float_from_bits(is_nan ? (u | 0x00400000u) : rounded);
+  return float_from_bits(is_nan ? u : rounded);
 }
 
 // fp16: both candidate roundings are computed and selected. Below 2^-14 the quantum is fixed at
@@ -140,7 +141,7 @@ ATTNDEV_HD inline float round_to_fp16(float x) {
   std::uint32_t r = a < 0x1p-14f ? bits_of(sub) : normal;
   r = r > 0x477FE000u ? 0x7F800000u : r;  // 0x477FE000 is 65504.0f
   const bool is_nan = abs_bits > 0x7F800000u;
-  return float_from_bits(is_nan ? (u | 0x00400000u) : (r | sign));
+  return float_from_bits(is_nan ? u : (r | sign));
 }
 
 // Float in, float out: float -> double is exact, so this is one rounding from the float value.

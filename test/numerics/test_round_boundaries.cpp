@@ -95,8 +95,8 @@ TEST_CASE("every halfway point and its neighbours, every format", "[round][bound
     }
     INFO(t.name << ": " << v.size() << " values, " << exact_ties << " ties, " << c.compared
                 << " comparisons");
-    REQUIRE(c.compared > 5 * static_cast<long long>(v.size()) - 10);
     CHECK(c.bad == 0);
+    REQUIRE(c.compared > 5 * static_cast<long long>(v.size()) - 10);
   }
 }
 
@@ -175,6 +175,6 @@ TEST_CASE("double rounding traps: a double just above a tie must not round throu
       CHECK(round_to(f, next_up(tie)) == std::ldexp(1.0, e) + q);
     }
   }
-  REQUIRE(c.compared > 100);
   CHECK(c.bad == 0);
+  REQUIRE(c.compared > 100);
 }
