@@ -62,7 +62,9 @@ ATTNDEV_HD inline double add_in(Format f, double a, double b) {
   return round_to(f, s, e);
 }
 
-ATTNDEV_HD inline double sub_in(Format f, double a, double b) { return add_in(f, a, -b); }
+ATTNDEV_HD inline double sub_in(Format f, double a, double b) {
+  return add_in(f, a, -b);
+}
 
 ATTNDEV_HD inline double mul_in(Format f, double a, double b) {
   if (f == Format::fp64) return a * b;

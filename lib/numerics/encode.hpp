@@ -24,7 +24,7 @@ enum class FpClass : std::uint8_t { nan, inf, zero, subnormal, normal };
 namespace detail {
 
 struct Layout {
-  int fraction_bits;   // in the encoding (tf32: 23, the fp32 container)
+  int fraction_bits;  // in the encoding (tf32: 23, the fp32 container)
   int exponent_bits;
   int bias;
   int storage_bits;
@@ -92,8 +92,8 @@ ATTNDEV_HD inline FpClass classify(Format f, std::uint64_t bits) {
   std::uint64_t frac = bits & detail::low_mask(l.fraction_bits);
   if (f == Format::tf32) frac &= ~std::uint64_t{0x1FFF};
   if (e == e_max) {
-    if (!l.has_inf) return frac == detail::low_mask(l.fraction_bits) ? FpClass::nan
-                                                                     : FpClass::normal;
+    if (!l.has_inf)
+      return frac == detail::low_mask(l.fraction_bits) ? FpClass::nan : FpClass::normal;
     return frac == 0 ? FpClass::inf : FpClass::nan;
   }
   if (e == 0) return frac == 0 ? FpClass::zero : FpClass::subnormal;
@@ -112,13 +112,17 @@ ATTNDEV_HD inline double decode(Format f, std::uint64_t bits) {
   switch (classify(f, bits)) {
     case FpClass::nan:
       return double_from_bits(sign | 0x7FF8000000000000u | (frac << (52 - l.fraction_bits)));
-    case FpClass::inf: return double_from_bits(sign | 0x7FF0000000000000u);
-    case FpClass::zero: return double_from_bits(sign);
+    case FpClass::inf:
+      return double_from_bits(sign | 0x7FF0000000000000u);
+    case FpClass::zero:
+      return double_from_bits(sign);
     case FpClass::subnormal: {
-      const double v = static_cast<double>(frac) * detail::pow2_normal(1 - l.bias - l.fraction_bits);
+      const double v =
+          static_cast<double>(frac) * detail::pow2_normal(1 - l.bias - l.fraction_bits);
       return double_from_bits(sign | bits_of(v));
     }
-    case FpClass::normal: break;
+    case FpClass::normal:
+      break;
   }
   const std::uint64_t biased = e - static_cast<std::uint64_t>(l.bias) + 1023u;
   return double_from_bits(sign | (biased << 52) | (frac << (52 - l.fraction_bits)));
@@ -141,10 +145,18 @@ ATTNDEV_HD inline std::uint8_t encode_e4m3(double x, Overflow overflow = Overflo
 ATTNDEV_HD inline std::uint8_t encode_e5m2(double x, Overflow overflow = Overflow::to_inf) {
   return static_cast<std::uint8_t>(encode(Format::fp8_e5m2, x, overflow));
 }
-ATTNDEV_HD inline double decode_fp16(std::uint16_t bits) { return decode(Format::fp16, bits); }
-ATTNDEV_HD inline double decode_bf16(std::uint16_t bits) { return decode(Format::bf16, bits); }
-ATTNDEV_HD inline double decode_e4m3(std::uint8_t bits) { return decode(Format::fp8_e4m3, bits); }
-ATTNDEV_HD inline double decode_e5m2(std::uint8_t bits) { return decode(Format::fp8_e5m2, bits); }
+ATTNDEV_HD inline double decode_fp16(std::uint16_t bits) {
+  return decode(Format::fp16, bits);
+}
+ATTNDEV_HD inline double decode_bf16(std::uint16_t bits) {
+  return decode(Format::bf16, bits);
+}
+ATTNDEV_HD inline double decode_e4m3(std::uint8_t bits) {
+  return decode(Format::fp8_e4m3, bits);
+}
+ATTNDEV_HD inline double decode_e5m2(std::uint8_t bits) {
+  return decode(Format::fp8_e5m2, bits);
+}
 
 inline const char* fp_class_name(FpClass c) {
   constexpr const char* kNames[] = {"nan", "inf", "zero", "subnormal", "normal"};

@@ -21,10 +21,9 @@ namespace attndev::numerics {
 
 enum class Stage : unsigned char { input, score_accum, score, stats, prob, out_accum, output };
 
-inline constexpr std::array<Stage, 7> kAllStages = {Stage::input,     Stage::score_accum,
-                                                    Stage::score,     Stage::stats,
-                                                    Stage::prob,      Stage::out_accum,
-                                                    Stage::output};
+inline constexpr std::array<Stage, 7> kAllStages = {
+    Stage::input, Stage::score_accum, Stage::score, Stage::stats,
+    Stage::prob,  Stage::out_accum,   Stage::output};
 
 inline constexpr const char* stage_name(Stage s) {
   constexpr const char* kNames[] = {"input", "score_accum", "score", "stats",
@@ -48,25 +47,39 @@ struct PrecisionPolicy {
 
   ATTNDEV_HD constexpr Format operator[](Stage s) const {
     switch (s) {
-      case Stage::input: return input;
-      case Stage::score_accum: return score_accum;
-      case Stage::score: return score;
-      case Stage::stats: return stats;
-      case Stage::prob: return prob;
-      case Stage::out_accum: return out_accum;
-      case Stage::output: return output;
+      case Stage::input:
+        return input;
+      case Stage::score_accum:
+        return score_accum;
+      case Stage::score:
+        return score;
+      case Stage::stats:
+        return stats;
+      case Stage::prob:
+        return prob;
+      case Stage::out_accum:
+        return out_accum;
+      case Stage::output:
+        return output;
     }
     return Format::fp64;
   }
   constexpr Format& at(Stage s) {
     switch (s) {
-      case Stage::input: return input;
-      case Stage::score_accum: return score_accum;
-      case Stage::score: return score;
-      case Stage::stats: return stats;
-      case Stage::prob: return prob;
-      case Stage::out_accum: return out_accum;
-      case Stage::output: break;
+      case Stage::input:
+        return input;
+      case Stage::score_accum:
+        return score_accum;
+      case Stage::score:
+        return score;
+      case Stage::stats:
+        return stats;
+      case Stage::prob:
+        return prob;
+      case Stage::out_accum:
+        return out_accum;
+      case Stage::output:
+        break;
     }
     return output;
   }
@@ -85,10 +98,13 @@ struct PolicyPreset {
 };
 
 namespace detail {
-constexpr PrecisionPolicy uniform_policy(Format f) { return {f, f, f, f, f, f, f, true, Overflow::saturate}; }
+constexpr PrecisionPolicy uniform_policy(Format f) {
+  return {f, f, f, f, f, f, f, true, Overflow::saturate};
+}
 // FA-2 kernel: fp32 scores, statistics and accumulators; P cast to the input format before PV.
 constexpr PrecisionPolicy kernel_policy(Format f) {
-  return {f, Format::fp32, Format::fp32, Format::fp32, f, Format::fp32, f, true, Overflow::saturate};
+  return {f, Format::fp32, Format::fp32,      Format::fp32, f, Format::fp32,
+          f, true,         Overflow::saturate};
 }
 // Every intermediate tensor stored in the working format; matmuls accumulate in fp32 inside.
 constexpr PrecisionPolicy working_policy(Format f) {
@@ -116,7 +132,8 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      detail::torch_math_policy(Format::fp16)},
     {"fp32", "every stage fp32", detail::uniform_policy(Format::fp32)},
     {"fp64", "every stage fp64 (the golden's policy)", detail::uniform_policy(Format::fp64)},
-    {"fp8-e4m3", "FA-3 fp8: e4m3 Q/K/V and P, fp32 scores/stats/accumulators, bf16 output",
+    {"fp8-e4m3",
+     "FA-3 fp8: e4m3 Q/K/V and P, fp32 scores/stats/accumulators, bf16 output",
      {Format::fp8_e4m3, Format::fp32, Format::fp32, Format::fp32, Format::fp8_e4m3, Format::fp32,
       Format::bf16, true, Overflow::saturate}},
 };

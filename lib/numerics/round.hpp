@@ -103,7 +103,9 @@ ATTNDEV_HD inline double round_to(Format f, double x, Overflow overflow) {
   return r != r ? r : copysign(r, x);
 }
 
-ATTNDEV_HD inline double round_to(Format f, double x) { return round_to(f, x, default_overflow(f)); }
+ATTNDEV_HD inline double round_to(Format f, double x) {
+  return round_to(f, x, default_overflow(f));
+}
 
 // Float fast paths. Each equals static_cast<float>(round_to(f, double(x))) bit for bit for every
 // non-NaN float; a NaN comes back as the same bits (the double path gives a NaN too, quieted or
@@ -148,10 +150,14 @@ ATTNDEV_HD inline float round_to_fp16(float x) {
 // (fp64 is returned unchanged: a float is already an fp64 value.)
 ATTNDEV_HD inline float round_to(Format f, float x) {
   switch (f) {
-    case Format::bf16: return round_to_bf16(x);
-    case Format::fp16: return round_to_fp16(x);
-    case Format::tf32: return round_to_tf32(x);
-    default: return static_cast<float>(round_to(f, static_cast<double>(x), default_overflow(f)));
+    case Format::bf16:
+      return round_to_bf16(x);
+    case Format::fp16:
+      return round_to_fp16(x);
+    case Format::tf32:
+      return round_to_tf32(x);
+    default:
+      return static_cast<float>(round_to(f, static_cast<double>(x), default_overflow(f)));
   }
 }
 

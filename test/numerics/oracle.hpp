@@ -38,7 +38,7 @@ inline double oracle_round(Format f, double x, Overflow overflow) {
   const double a = std::fabs(x);
   if (a == 0.0) return x;
   int e2 = 0;
-  std::frexp(a, &e2);                        // a in [2^(e2-1), 2^e2)
+  std::frexp(a, &e2);  // a in [2^(e2-1), 2^e2)
   const int binade = std::max(e2 - 1, t.min_exponent);
   const double quantum = std::ldexp(1.0, binade - t.fraction_bits);
   const double units = std::floor(a / quantum);  // a / quantum is exact (power of two)

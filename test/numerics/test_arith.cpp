@@ -54,13 +54,14 @@ bool exact_sum(Quad x, Quad y, Quad& s) {
 
 TEST_CASE("add/sub/mul/div/fma in every format, operands of the format and wider", "[arith]") {
   std::mt19937_64 rng(nt::test_seed("arith", 0x5eed0004));
-  const Format targets[] = {Format::fp32, Format::tf32, Format::fp16, Format::bf16,
-                            Format::fp8_e4m3, Format::fp8_e5m2};
+  const Format targets[] = {Format::fp32, Format::tf32,     Format::fp16,
+                            Format::bf16, Format::fp8_e4m3, Format::fp8_e5m2};
   for (Format target : targets) {
     // Operands in the target itself, in fp32 (wider) and in fp64 (sticky case).
     for (Format source : {target, Format::fp32, Format::fp64}) {
       const FormatTraits t = traits(target);
-      const int lo = std::max(t.min_exponent - t.fraction_bits, -60), hi = std::min(t.max_exponent, 60);
+      const int lo = std::max(t.min_exponent - t.fraction_bits, -60),
+                hi = std::min(t.max_exponent, 60);
       long long compared = 0, skipped = 0;
       int bad = 0;
       auto check = [&](const char* op, double got, double want, double a, double b) {
@@ -92,12 +93,15 @@ TEST_CASE("add/sub/mul/div/fma in every format, operands of the format and wider
         // of the target needs the exact comparison a vs mid * b (exact in quad).
         const double d = a / b;
         double want = nt::oracle_round(target, d, default_overflow(target));
-        const double r_lo = nt::oracle_round(target, std::nextafter(d, 0.0), default_overflow(target));
-        const double r_hi = nt::oracle_round(target, std::nextafter(d, d * 2), default_overflow(target));
+        const double r_lo =
+            nt::oracle_round(target, std::nextafter(d, 0.0), default_overflow(target));
+        const double r_hi =
+            nt::oracle_round(target, std::nextafter(d, d * 2), default_overflow(target));
         if (r_lo != r_hi && std::isfinite(d) && d != 0.0) {
           const Quad exact_vs_mid = static_cast<Quad>(a) - static_cast<Quad>(d) * b;
           const bool above = (exact_vs_mid > 0) == (b > 0);
-          if (exact_vs_mid != 0) want = (above == (d > 0)) ? (d > 0 ? r_hi : r_lo) : (d > 0 ? r_lo : r_hi);
+          if (exact_vs_mid != 0)
+            want = (above == (d > 0)) ? (d > 0 ? r_hi : r_lo) : (d > 0 ? r_lo : r_hi);
         }
         check("div", div_in(target, a, b), want, a, b);
       }
@@ -133,8 +137,9 @@ TEST_CASE("sticky corners: ties decided by what the double dropped", "[arith]") 
   CHECK(add_in(Format::fp16, 65520.0, std::ldexp(1.0, -30)) == INFINITY);
   // fma whose t + pl would round onto ulp(s): exact value just above a fp32 midpoint.
   const double mid32 = 1.0 + std::ldexp(1.0, -24);
-  CHECK(fma_in(Format::fp32, 1.0 + std::ldexp(1.0, -30), 1.0 + std::ldexp(1.0, -40), mid32 - 1.0 -
-               std::ldexp(1.0, -30) - std::ldexp(1.0, -40)) == 1.0 + std::ldexp(1.0, -23));
+  CHECK(fma_in(Format::fp32, 1.0 + std::ldexp(1.0, -30), 1.0 + std::ldexp(1.0, -40),
+               mid32 - 1.0 - std::ldexp(1.0, -30) - std::ldexp(1.0, -40)) ==
+        1.0 + std::ldexp(1.0, -23));
   CHECK(std::isnan(fma_in(Format::bf16, INFINITY, 0.0, 1.0)));
   CHECK(fma_in(Format::fp16, 1e200, 1e200, 0.0) == INFINITY);
   CHECK(div_in(Format::bf16, 1.0, 3.0) == round_to(Format::bf16, 1.0 / 3.0));

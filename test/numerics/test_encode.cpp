@@ -66,10 +66,18 @@ TEST_CASE("every 8- and 16-bit pattern: decode, classify, round trip, order", "[
       ++n_class[static_cast<int>(c)];
       bool ok = nt::same_value(v, want);
       switch (c) {
-        case FpClass::nan: ok = ok && std::isnan(v); break;
-        case FpClass::inf: ok = ok && std::isinf(v); break;
-        case FpClass::zero: ok = ok && v == 0.0; break;
-        case FpClass::subnormal: ok = ok && v != 0.0 && std::fabs(v) < t.min_normal(); break;
+        case FpClass::nan:
+          ok = ok && std::isnan(v);
+          break;
+        case FpClass::inf:
+          ok = ok && std::isinf(v);
+          break;
+        case FpClass::zero:
+          ok = ok && v == 0.0;
+          break;
+        case FpClass::subnormal:
+          ok = ok && v != 0.0 && std::fabs(v) < t.min_normal();
+          break;
         case FpClass::normal:
           ok = ok && std::fabs(v) >= t.min_normal() && std::fabs(v) <= t.max_finite;
           break;
@@ -132,7 +140,7 @@ TEST_CASE("typed helpers and named patterns", "[encode]") {
   CHECK(encode_bf16(-2.0) == 0xC000);
   CHECK(encode_e4m3(1.0) == 0x38);
   CHECK(encode_e4m3(448.0) == 0x7E);
-  CHECK(encode_e4m3(500.0) == 0x7F);                      // NaN: no inf in e4m3
+  CHECK(encode_e4m3(500.0) == 0x7F);  // NaN: no inf in e4m3
   CHECK(encode_e4m3(500.0, Overflow::saturate) == 0x7E);
   CHECK(encode_e4m3(-500.0, Overflow::saturate) == 0xFE);
   CHECK(encode_e5m2(1.0) == 0x3C);

@@ -82,10 +82,10 @@ TEST_CASE("exp2_f64 and exp_f64 within 1.5 ulp on random doubles", "[math]") {
     const double xe = i % 2 ? wide(rng) : near(rng);
     se.add(xe, ulp_error(exact_overflow_aware(expl(xe), max_plus_half), exp_f64(xe), 52, -1022));
   }
-  std::cout << "exp2_f64: max " << static_cast<double>(s2.max_ulp) << " ulp at x=" << nt::hex(s2.worst_x)
-            << " over " << s2.points << " doubles\n";
-  std::cout << "exp_f64: max " << static_cast<double>(se.max_ulp) << " ulp at x=" << nt::hex(se.worst_x)
-            << " over " << se.points << " doubles\n";
+  std::cout << "exp2_f64: max " << static_cast<double>(s2.max_ulp)
+            << " ulp at x=" << nt::hex(s2.worst_x) << " over " << s2.points << " doubles\n";
+  std::cout << "exp_f64: max " << static_cast<double>(se.max_ulp)
+            << " ulp at x=" << nt::hex(se.worst_x) << " over " << se.points << " doubles\n";
   REQUIRE(s2.points == 2'000'000);
   CHECK(s2.max_ulp <= 1.5L);
   CHECK(se.max_ulp <= 1.5L);
@@ -115,13 +115,13 @@ TEST_CASE("exp special values and underflow", "[math]") {
   }
   // Exact powers of two, through the subnormal range down to the last one, then 0.
   for (int k = -149; k <= 127; ++k) CHECK(exp2_f32(static_cast<float>(k)) == std::ldexp(1.0f, k));
-  CHECK(exp2_f32(-150.0f) == 0.0f);          // 2^-150 is a tie between 0 and 2^-149: even
+  CHECK(exp2_f32(-150.0f) == 0.0f);  // 2^-150 is a tie between 0 and 2^-149: even
   CHECK(exp2_f32(-149.9f) == 0x1p-149f);
   CHECK(exp2_f32(128.0f) == inf_f);
   for (int k = -1074; k <= 1023; ++k) CHECK(exp2_f64(static_cast<double>(k)) == std::ldexp(1.0, k));
   CHECK(exp2_f64(-1075.0) == 0.0);
   CHECK(exp2_f64(1024.0) == inf);
-  CHECK(exp_f64(-745.0) > 0.0);              // e^-745 ~ 4.9e-324: the last subnormal
+  CHECK(exp_f64(-745.0) > 0.0);  // e^-745 ~ 4.9e-324: the last subnormal
   CHECK(exp_f64(-746.0) == 0.0);
   CHECK(exp_f64(709.7) < inf);
   CHECK(exp_f64(709.8) == inf);

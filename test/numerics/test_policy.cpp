@@ -60,15 +60,13 @@ TEST_CASE("parse_format aliases", "[policy]") {
     std::string_view text;
     Format want;
   };
-  const Case cases[] = {{"fp64", Format::fp64},     {"double", Format::fp64},
-                        {"float64", Format::fp64},  {"fp32", Format::fp32},
-                        {"float", Format::fp32},    {"float32", Format::fp32},
-                        {"tf32", Format::tf32},     {"fp16", Format::fp16},
-                        {"half", Format::fp16},     {"float16", Format::fp16},
-                        {"bf16", Format::bf16},     {"bfloat16", Format::bf16},
-                        {"e4m3", Format::fp8_e4m3}, {"fp8-e4m3", Format::fp8_e4m3},
-                        {"fp8_e4m3", Format::fp8_e4m3}, {"e5m2", Format::fp8_e5m2},
-                        {"fp8-e5m2", Format::fp8_e5m2}, {"fp8_e5m2", Format::fp8_e5m2}};
+  const Case cases[] = {
+      {"fp64", Format::fp64},     {"double", Format::fp64},       {"float64", Format::fp64},
+      {"fp32", Format::fp32},     {"float", Format::fp32},        {"float32", Format::fp32},
+      {"tf32", Format::tf32},     {"fp16", Format::fp16},         {"half", Format::fp16},
+      {"float16", Format::fp16},  {"bf16", Format::bf16},         {"bfloat16", Format::bf16},
+      {"e4m3", Format::fp8_e4m3}, {"fp8-e4m3", Format::fp8_e4m3}, {"fp8_e4m3", Format::fp8_e4m3},
+      {"e5m2", Format::fp8_e5m2}, {"fp8-e5m2", Format::fp8_e5m2}, {"fp8_e5m2", Format::fp8_e5m2}};
   for (const Case& c : cases) {
     Format f = Format::fp64;
     INFO(c.text);

@@ -43,8 +43,12 @@ std::vector<double> values_of(Format f) {
   return v;
 }
 
-double next_up(double x) { return std::nextafter(x, kInf); }
-double next_down(double x) { return std::nextafter(x, -kInf); }
+double next_up(double x) {
+  return std::nextafter(x, kInf);
+}
+double next_down(double x) {
+  return std::nextafter(x, -kInf);
+}
 
 struct Counter {
   long long compared = 0;
@@ -74,7 +78,7 @@ TEST_CASE("every halfway point and its neighbours, every format", "[round][bound
       std::frexp(v[i], &e2);
       const int binade = v[i] == 0.0 ? t.min_exponent : std::max(e2 - 1, t.min_exponent);
       if (v[i + 1] - v[i] != std::ldexp(1.0, binade - t.fraction_bits)) continue;  // fp32 gaps
-      const double mid = v[i] + (v[i + 1] - v[i]) / 2;  // exact
+      const double mid = v[i] + (v[i + 1] - v[i]) / 2;                             // exact
       for (double x : {v[i], mid, next_up(mid), next_down(mid), v[i + 1]}) {
         for (double s : {x, -x}) c.check(f, s, attndev::numerics::default_overflow(f));
       }
@@ -108,15 +112,15 @@ TEST_CASE("subnormal boundaries", "[round][boundary]") {
     const double mn = t.min_normal();
     INFO(t.name);
     CHECK(round_to(f, ms) == ms);
-    CHECK(round_to(f, ms / 2) == 0.0);                     // tie to even: 0
-    CHECK(std::signbit(round_to(f, -ms / 2)));             // -0 keeps its sign
+    CHECK(round_to(f, ms / 2) == 0.0);          // tie to even: 0
+    CHECK(std::signbit(round_to(f, -ms / 2)));  // -0 keeps its sign
     CHECK(round_to(f, next_up(ms / 2)) == ms);
-    CHECK(round_to(f, 1.5 * ms) == 2 * ms);                // tie between 1 (odd) and 2
+    CHECK(round_to(f, 1.5 * ms) == 2 * ms);  // tie between 1 (odd) and 2
     CHECK(round_to(f, 2.5 * ms) == 2 * ms);
-    CHECK(round_to(f, mn - ms / 2) == mn);                 // largest subnormal is odd
+    CHECK(round_to(f, mn - ms / 2) == mn);  // largest subnormal is odd
     CHECK(round_to(f, next_down(mn - ms / 2)) == mn - ms);
     CHECK(round_to(f, mn) == mn);
-    CHECK(round_to(f, std::ldexp(1.0, -1074)) == 0.0);     // double's own subnormals
+    CHECK(round_to(f, std::ldexp(1.0, -1074)) == 0.0);  // double's own subnormals
   }
 }
 
@@ -164,8 +168,7 @@ TEST_CASE("double rounding traps: a double just above a tie must not round throu
         1.0 + std::ldexp(1.0, -6));
   // In every format: each value above a tie by one double ulp, against the oracle.
   Counter c;
-  for (Format f : {Format::tf32, Format::fp16, Format::bf16, Format::fp8_e4m3,
-                   Format::fp8_e5m2}) {
+  for (Format f : {Format::tf32, Format::fp16, Format::bf16, Format::fp8_e4m3, Format::fp8_e5m2}) {
     const auto t = traits(f);
     for (int e = t.min_exponent; e <= t.max_exponent; ++e) {
       const double q = std::ldexp(1.0, e - t.fraction_bits);

@@ -46,7 +46,9 @@ std::vector<std::uint32_t> edge_patterns() {
   return out;
 }
 
-bool same_bits(float a, float b) { return bits_of(a) == bits_of(b); }
+bool same_bits(float a, float b) {
+  return bits_of(a) == bits_of(b);
+}
 
 __attribute__((target("f16c"))) float f16c_round(float x) {
   return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
@@ -59,12 +61,12 @@ TEST_CASE("fast float paths are bit-identical to the double path", "[round][fast
     Format format;
     float (*fast)(float);
   };
-  const Path paths[] = {{Format::bf16, round_to_bf16},
-                        {Format::fp16, round_to_fp16},
-                        {Format::tf32, round_to_tf32}};
+  const Path paths[] = {
+      {Format::bf16, round_to_bf16}, {Format::fp16, round_to_fp16}, {Format::tf32, round_to_tf32}};
   std::vector<std::uint32_t> patterns = edge_patterns();
   const std::size_t n_edges = patterns.size();
-  for (std::uint64_t b = 0; b < (1ull << 32); b += 251) patterns.push_back(static_cast<std::uint32_t>(b));
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 251)
+    patterns.push_back(static_cast<std::uint32_t>(b));
   for (const Path& p : paths) {
     long long compared = 0;
     int bad = 0;
@@ -75,8 +77,9 @@ TEST_CASE("fast float paths are bit-identical to the double path", "[round][fast
       ++compared;
       // Also through the public float overload, which must dispatch to the fast path.
       // A NaN must come back as the very same bits (the double path only promises "a NaN").
-      const bool ok = std::isnan(x) ? bits_of(got) == u && std::isnan(want)
-                                    : same_bits(got, want) && same_bits(round_to(p.format, x), want);
+      const bool ok = std::isnan(x)
+                          ? bits_of(got) == u && std::isnan(want)
+                          : same_bits(got, want) && same_bits(round_to(p.format, x), want);
       if (!ok && ++bad <= 5) {
         UNSCOPED_INFO(traits(p.format).name << " x=0x" << std::hex << u << " fast=0x"
                                             << bits_of(got) << " generic=0x" << bits_of(want));
@@ -93,15 +96,18 @@ TEST_CASE("float -> fp16 agrees with the CPU's F16C conversion", "[round][fast][
   // that never happened, so the test fails unless the environment explicitly accepts it.
   if (!__builtin_cpu_supports("f16c")) {
     if (std::getenv("ATTNDEV_ALLOW_NO_F16C") != nullptr) {
-      WARN("F16C unsupported on this CPU: hardware fp16 oracle NOT compared "
-           "(accepted because ATTNDEV_ALLOW_NO_F16C is set)");
+      WARN(
+          "F16C unsupported on this CPU: hardware fp16 oracle NOT compared "
+          "(accepted because ATTNDEV_ALLOW_NO_F16C is set)");
       return;
     }
-    FAIL("F16C unsupported on this CPU: the hardware fp16 oracle cannot run. "
-         "Set ATTNDEV_ALLOW_NO_F16C=1 to accept running without it.");
+    FAIL(
+        "F16C unsupported on this CPU: the hardware fp16 oracle cannot run. "
+        "Set ATTNDEV_ALLOW_NO_F16C=1 to accept running without it.");
   }
   std::vector<std::uint32_t> patterns = edge_patterns();
-  for (std::uint64_t b = 0; b < (1ull << 32); b += 127) patterns.push_back(static_cast<std::uint32_t>(b));
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 127)
+    patterns.push_back(static_cast<std::uint32_t>(b));
   long long compared = 0;
   int bad = 0;
   for (std::uint32_t u : patterns) {

@@ -94,9 +94,15 @@ TEST_CASE("round_to matches the oracle on 1e7 random doubles", "[round][random]"
   for (int i = 0; i < kCount; ++i) {
     double x;
     switch (i % 4) {
-      case 0: x = nt::log_uniform_double(rng, -1074, 1023); break;  // whole double range
-      case 1: x = nt::log_uniform_double(rng, -160, 140); break;    // fp32/bf16/tf32 range
-      case 2: x = nt::log_uniform_double(rng, -28, 20); break;      // fp16/fp8 range
+      case 0:
+        x = nt::log_uniform_double(rng, -1074, 1023);
+        break;  // whole double range
+      case 1:
+        x = nt::log_uniform_double(rng, -160, 140);
+        break;  // fp32/bf16/tf32 range
+      case 2:
+        x = nt::log_uniform_double(rng, -28, 20);
+        break;  // fp16/fp8 range
       default: {
         // A value of the format with a tiny perturbation: the inputs where double-rounding
         // through float or a lost sticky bit would show.

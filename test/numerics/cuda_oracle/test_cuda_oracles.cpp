@@ -57,8 +57,7 @@ void check_one(Tally& t, double x, bool from_float) {
   if (from_float) {
     const float xf = static_cast<float>(x);
     t.check("__float2half_rn", Format::fp16, x, raw16(__float2half_rn(xf)), encode_fp16(x));
-    t.check("__float2bfloat16_rn", Format::bf16, x, raw16(__float2bfloat16_rn(xf)),
-            encode_bf16(x));
+    t.check("__float2bfloat16_rn", Format::bf16, x, raw16(__float2bfloat16_rn(xf)), encode_bf16(x));
     for (auto sat : {__NV_NOSAT, __NV_SATFINITE}) {
       const Overflow o4 = sat == __NV_SATFINITE ? Overflow::saturate : Overflow::to_nan;
       const Overflow o5 = sat == __NV_SATFINITE ? Overflow::saturate : Overflow::to_inf;
@@ -93,13 +92,12 @@ TEST_CASE("CUDA float -> fp16/bf16/fp8 conversions, strided over all floats", "[
   REQUIRE(t.compared > 40'000'000);
 }
 
-TEST_CASE("CUDA double -> fp16/bf16/fp8 conversions on random doubles and ties",
-          "[cuda_oracle]") {
+TEST_CASE("CUDA double -> fp16/bf16/fp8 conversions on random doubles and ties", "[cuda_oracle]") {
   std::mt19937_64 rng(nt::test_seed("cuda oracle doubles", 0x5eed0006));
   Tally t;
   for (int i = 0; i < 2'000'000; ++i) {
-    const double x = i % 2 ? nt::log_uniform_double(rng, -30, 20)
-                           : nt::log_uniform_double(rng, -140, 130);
+    const double x =
+        i % 2 ? nt::log_uniform_double(rng, -30, 20) : nt::log_uniform_double(rng, -140, 130);
     check_one(t, x, false);
   }
   // Every fp16 / bf16 / fp8 halfway point and its double neighbours.
