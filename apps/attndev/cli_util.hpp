@@ -1,0 +1,142 @@
+// Helpers shared by the subcommands: argument validation that fails with a UsageError (exit 2)
+// naming the flag and the fix, non-finite-safe number printing, a plain-text table, provenance.
+//
+// Header-only on purpose: apps/attndev/CMakeLists.txt compiles main.cpp, version.cpp and cmd_*.cpp,
+// so a cli_util.cpp would not be built.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attention/attention.hpp"
+#include "commands.hpp"
+#include "experiment/inputs.hpp"
+#include "experiment/policy_json.hpp"
+#include "experiment/suggest.hpp"
+#include "numerics/format.hpp"
+#include "version.hpp"
+
+namespace attndev::app {
+
+// "1.234e-05", or "nan" / "inf" / "-inf": never printf's platform-dependent spellings.
+inline std::string format_number(double x, int digits = 3) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*e", digits, x);
+  return buf;
+}
+
+// A JSON number, or the strings "nan" / "inf" / "-inf" (results never carry null).
+inline nlohmann::json json_number(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return x;
+}
+
+inline void require_at_least(long long value, long long minimum, std::string_view flag) {
+  if (value < minimum)
+    throw UsageError(std::string(flag) + " must be >= " + std::to_string(minimum) + ", got " +
+                     std::to_string(value));
+}
+
+inline std::vector<std::string_view> algorithm_names() {
+  std::vector<std::string_view> names;
+  for (attention::Algorithm a : attention::kAllAlgorithms) names.push_back(attention::algorithm_name(a));
+  return names;
+}
+
+inline attention::Algorithm parse_algorithm_arg(std::string_view text, std::string_view flag) {
+  attention::Algorithm a;
+  if (attention::parse_algorithm(text, a)) return a;
+  const auto names = algorithm_names();
+  throw UsageError(std::string(flag) + ": unknown algorithm \"" + std::string(text) + "\"" +
+                   experiment::did_you_mean(text, names) +
+                   "; valid: " + experiment::join_names(names) + " (see `attndev list algorithms`)");
+}
+
+// A preset name ("kernel-bf16") or a JSON object ('{"base":"kernel-bf16","prob":"fp32"}').
+inline numerics::PrecisionPolicy parse_policy_arg(std::string_view text, std::string_view flag) {
+  nlohmann::json value;
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && trimmed.front() == ' ') trimmed.remove_prefix(1);
+  if (!trimmed.empty() && trimmed.front() == '{') {
+    try {
+      value = nlohmann::json::parse(trimmed);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UsageError(std::string(flag) + ": not valid JSON (" + e.what() +
+                       "); write a preset name or an object such as "
+                       "'{\"base\":\"kernel-bf16\",\"prob\":\"fp32\"}'");
+    }
+  } else {
+    value = std::string(text);
+  }
+  numerics::PrecisionPolicy policy;
+  std::string error;
+  if (!experiment::parse_policy(value, policy, error))
+    throw UsageError(std::string(flag) + ": " + error);
+  return policy;
+}
+
+inline experiment::Distribution parse_distribution_arg(std::string_view text,
+                                                       std::string_view flag) {
+  experiment::Distribution d;
+  std::string error;
+  if (!experiment::parse_distribution(text, d, error))
+    throw UsageError(std::string(flag) + ": " + error);
+  return d;
+}
+
+inline nlohmann::json provenance_json() {
+  return {{"tool", "attndev"},
+          {"version", version_string()},
+          {"git_revision", git_revision()},
+          {"compiler", compiler_string()}};
+}
+
+// Columns padded to their widest cell; the first column left-aligned (labels), others right
+// (numbers line up on their last digit).
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
+  void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+  void print(std::FILE* out, bool left_align_all = false) const {
+    std::vector<std::size_t> width;
+    for (const auto& row : rows_) {
+      if (width.size() < row.size()) width.resize(row.size(), 0);
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    for (std::size_t r = 0; r < rows_.size(); ++r) {
+      std::string line;
+      for (std::size_t c = 0; c < rows_[r].size(); ++c) {
+        const std::string& cell = rows_[r][c];
+        const std::string pad(width[c] - cell.size(), ' ');
+        const bool last = c + 1 == rows_[r].size();
+        if (c == 0 || left_align_all)
+          line += cell + (last ? "" : pad);
+        else
+          line += pad + cell;
+        if (!last) line += "  ";
+      }
+      std::fprintf(out, "%s\n", line.c_str());
+      if (r == 0) {
+        std::size_t total = 0;
+        for (std::size_t c = 0; c < width.size(); ++c) total += width[c] + (c ? 2 : 0);
+        std::fprintf(out, "%s\n", std::string(total, '-').c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace attndev::app

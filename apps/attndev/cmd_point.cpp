@@ -1,0 +1,280 @@
+// `attndev point`: one point, measured three ways on identical rounded inputs: the FP64 golden,
+// the variant (algorithm x policy) and the same-precision baseline, with every metric of the
+// variant and the baseline against the golden and their ratio (STYLE.md #8: a deviation means
+// something only next to a baseline's at the same precision).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "attention/attention.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/inputs.hpp"
+#include "experiment/policy_json.hpp"
+#include "metrics/deviation.hpp"
+
+#if ATTNDEV_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace attndev::app {
+
+namespace {
+
+struct PointArgs {
+  std::string algo = "flash2";
+  std::string policy = "kernel-bf16";
+  std::string baseline_policy;  // empty: the variant's policy
+  int n = 1024;
+  int n_kv = 0;  // 0: same as n
+  int d = 64;
+  int batch = 1;
+  int heads = 1;
+  int br = 64;
+  int bc = 64;
+  bool causal = false;
+  std::string scale_on = "scores";
+  std::string dist = "normal(0,1)";
+  std::uint64_t seed = 0;
+  int threads = 0;
+  bool json = false;
+  std::string backend = "cpu";  // where the variant runs; golden and baseline stay on the emulator
+};
+
+struct Timed {
+  attention::Output out;
+  double seconds = 0;
+};
+
+template <class F>
+Timed timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  Timed t;
+  try {
+    t.out = f();
+  } catch (const std::invalid_argument& e) {
+    // The emulator names the impossible field; it came from a flag, so it is a usage error.
+    throw UsageError(std::string("point: ") + e.what());
+  }
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return t;
+}
+
+// 0/0 is "equally exact" (both matched the golden bit for bit), not an undefined ratio.
+double ratio(double variant, double baseline) {
+  if (variant == 0 && baseline == 0) return 1.0;
+  return variant / baseline;
+}
+
+nlohmann::json deviation_json(const metrics::Deviation& d, double seconds) {
+  return {{"max_abs", json_number(d.max_abs)},   {"mean_abs", json_number(d.mean_abs)},
+          {"std_abs", json_number(d.std_abs)},   {"rmse", json_number(d.rmse)},
+          {"rel_l2", json_number(d.rel_l2)},     {"max_rel", json_number(d.max_rel)},
+          {"cos_sim", json_number(d.cos_sim)},   {"nan_count", d.nan_count},
+          {"inf_count", d.inf_count},            {"worst_index", d.worst_index},
+          {"count", d.count},                    {"time_s", seconds}};
+}
+
+std::string where(const attention::Tensor& t, std::int64_t flat) {
+  if (flat < 0) return "-";
+  const std::int64_t col = flat % t.cols, row = flat / t.cols % t.rows;
+  const std::int64_t h = flat / (static_cast<std::int64_t>(t.cols) * t.rows) % t.heads;
+  const std::int64_t b = flat / (static_cast<std::int64_t>(t.cols) * t.rows * t.heads);
+  return std::to_string(flat) + " (b" + std::to_string(b) + " h" + std::to_string(h) + " r" +
+         std::to_string(row) + " c" + std::to_string(col) + ")";
+}
+
+void run_point(const PointArgs& a) {
+  // Validate everything before computing anything: a bad flag costs nothing.
+  if (a.backend != "cpu" && a.backend != "cuda")
+    throw UsageError("--backend: unknown backend \"" + a.backend + "\"; valid: cpu, cuda");
+  // flash2-tc is a CUDA-only kernel of the flash2 algorithm (tensor cores).
+  const bool tensor_cores = a.algo == "flash2-tc";
+  if (tensor_cores && a.backend != "cuda")
+    throw UsageError("--algo flash2-tc runs only with --backend cuda");
+  const attention::Algorithm algorithm =
+      parse_algorithm_arg(tensor_cores ? "flash2" : a.algo, "--algo");
+  const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
+  const numerics::PrecisionPolicy baseline_policy =
+      a.baseline_policy.empty() ? policy : parse_policy_arg(a.baseline_policy, "--baseline-policy");
+  const experiment::Distribution dist = parse_distribution_arg(a.dist, "--dist");
+  require_at_least(a.n, 1, "--n");
+  require_at_least(a.n_kv, 0, "--n-kv");
+  require_at_least(a.d, 1, "--d");
+  require_at_least(a.batch, 1, "--batch");
+  require_at_least(a.heads, 1, "--heads");
+  require_at_least(a.br, 1, "--br");
+  require_at_least(a.bc, 1, "--bc");
+  require_at_least(a.threads, 0, "--threads");
+  attention::Options options;
+  if (a.scale_on == "scores") {
+    options.scale_placement = attention::ScalePlacement::scores;
+  } else if (a.scale_on == "query") {
+    options.scale_placement = attention::ScalePlacement::query;
+  } else {
+    constexpr std::string_view kPlacements[] = {"scores", "query"};
+    throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"" +
+                     experiment::did_you_mean(a.scale_on, kPlacements) +
+                     "; valid: scores, query");
+  }
+  options.causal = a.causal;
+  options.block_r = a.br;
+  options.block_c = a.bc;
+  options.threads = a.threads;
+  const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+
+  // One set of inputs, rounded once to the variant's input format: the golden and the variant see
+  // the same values. A baseline policy with a narrower input format rounds them again in its own
+  // input stage (that rounding is part of what it measures).
+  const auto t0 = std::chrono::steady_clock::now();
+  const attention::Inputs inputs = experiment::make_inputs(shape, dist, a.seed, policy.input);
+  const double input_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const Timed golden = timed([&] { return attention::golden(inputs, options); });
+  const Timed variant = timed([&] {
+    if (a.backend == "cpu") return attention::run(algorithm, policy, inputs, options);
+#if ATTNDEV_HAVE_CUDA
+    const cuda::Kernel kernel = tensor_cores ? cuda::Kernel::flash2_tc : cuda::kernel_for(algorithm);
+    cuda::CudaRunResult r = cuda::run_cuda(kernel, policy, inputs, options);
+    if (r.status == cuda::RunStatus::failed) throw std::runtime_error("point: " + r.status_text());
+    if (r.status == cuda::RunStatus::skipped) {
+      std::fprintf(stderr, "attndev point: %s: nothing compared\n", r.status_text().c_str());
+      throw CommandExit{kExitNothingCompared};
+    }
+    return std::move(r.output);
+#else
+    std::fprintf(stderr, "attndev point: skipped: CUDA backend not built: nothing compared\n");
+    throw CommandExit{kExitNothingCompared};
+#endif
+  });
+  const Timed baseline = timed([&] {
+    return attention::run(attention::Algorithm::baseline, baseline_policy, inputs, options);
+  });
+
+  // Relative error is measured against max(|ref|, floor), the floor one unit roundoff of the
+  // variant's output format at the output's scale: below it the output format cannot resolve the
+  // reference, and a relative error there measures the format, not the kernel.
+  double max_ref = 0;
+  for (double x : golden.out.o.data) max_ref = std::max(max_ref, std::fabs(x));
+  const double floor = numerics::traits(policy.output).unit_roundoff() * max_ref;
+  const metrics::Deviation dv = metrics::compare(variant.out.o.data, golden.out.o.data, floor);
+  const metrics::Deviation db = metrics::compare(baseline.out.o.data, golden.out.o.data, floor);
+
+  const std::string algo_name =
+      a.backend == "cuda" ? a.algo + " (cuda)" : attention::algorithm_name(algorithm);
+  if (a.json) {
+    nlohmann::json ratios = nlohmann::json::object();
+    for (const auto& [name, v, b] : {std::tuple{"max_abs", dv.max_abs, db.max_abs},
+                                     std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
+                                     std::tuple{"std_abs", dv.std_abs, db.std_abs},
+                                     std::tuple{"rmse", dv.rmse, db.rmse},
+                                     std::tuple{"rel_l2", dv.rel_l2, db.rel_l2},
+                                     std::tuple{"max_rel", dv.max_rel, db.max_rel}})
+      ratios[name] = json_number(ratio(v, b));
+    const nlohmann::json out = {
+        {"point",
+         {{"algorithm", algo_name},
+          {"policy", experiment::policy_to_json(policy)},
+          {"policy_label", experiment::policy_label(policy)},
+          {"policy_stages", experiment::policy_stages_json(policy)},
+          {"baseline_policy", experiment::policy_to_json(baseline_policy)},
+          {"baseline_policy_stages", experiment::policy_stages_json(baseline_policy)},
+          {"batch", shape.batch},
+          {"heads", shape.heads},
+          {"seq_q", shape.seq_q},
+          {"seq_kv", shape.seq_kv},
+          {"head_dim", shape.head_dim},
+          {"block_r", a.br},
+          {"block_c", a.bc},
+          {"causal", a.causal},
+          {"scale_placement", a.scale_on},
+          {"distribution", dist.describe()},
+          {"seed", a.seed},
+          {"threads", a.threads}}},
+        {"max_rel_floor", json_number(floor)},
+        {"inputs", {{"time_s", input_seconds}}},
+        {"golden", {{"time_s", golden.seconds}}},
+        {"variant", deviation_json(dv, variant.seconds)},
+        {"baseline", deviation_json(db, baseline.seconds)},
+        {"ratio_to_baseline", ratios},
+        {"provenance", provenance_json()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+
+  std::printf("point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
+              "causal=%s scale-on=%s dist=%s seed=%llu\n",
+              algo_name.c_str(), experiment::policy_label(policy).c_str(),
+              experiment::policy_label(baseline_policy).c_str(), shape.batch, shape.heads,
+              shape.seq_q, shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no",
+              a.scale_on.c_str(), dist.describe().c_str(),
+              static_cast<unsigned long long>(a.seed));
+  std::printf("time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
+              "max_rel floor %s\n\n",
+              input_seconds, golden.seconds, variant.seconds, baseline.seconds,
+              format_number(floor).c_str());
+  Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
+  const auto row = [&](const char* name, double v, double b) {
+    t.add_row({name, format_number(v), format_number(b), format_number(ratio(v, b), 2)});
+  };
+  row("max_abs", dv.max_abs, db.max_abs);
+  row("mean_abs", dv.mean_abs, db.mean_abs);
+  row("std_abs", dv.std_abs, db.std_abs);
+  row("rmse", dv.rmse, db.rmse);
+  row("rel_l2", dv.rel_l2, db.rel_l2);
+  row("max_rel", dv.max_rel, db.max_rel);
+  t.add_row({"cos_sim", format_number(dv.cos_sim, 9), format_number(db.cos_sim, 9), "-"});
+  t.add_row({"nan/inf", std::to_string(dv.nan_count) + "/" + std::to_string(dv.inf_count),
+             std::to_string(db.nan_count) + "/" + std::to_string(db.inf_count), "-"});
+  t.add_row({"worst index", where(variant.out.o, dv.worst_index),
+             where(baseline.out.o, db.worst_index), "-"});
+  t.print(stdout);
+}
+
+}  // namespace
+
+void add_point_command(CLI::App& app) {
+  auto args = std::make_shared<PointArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "point", "Measure one point: variant and same-precision baseline against the FP64 golden");
+  cmd->add_option("--algo", args->algo, "Algorithm: baseline, flash1, flash2")->capture_default_str();
+  cmd->add_option("--policy", args->policy,
+                  "Precision policy: a preset name or a JSON object "
+                  "('{\"base\":\"kernel-bf16\",\"prob\":\"fp32\"}')")
+      ->capture_default_str();
+  cmd->add_option("--baseline-policy", args->baseline_policy,
+                  "Policy of the baseline beside the variant (default: --policy)");
+  cmd->add_option("--n", args->n, "Query sequence length")->capture_default_str();
+  cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)");
+  cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--heads", args->heads, "Number of heads")->capture_default_str();
+  cmd->add_option("--br", args->br, "Rows of Q per tile (flash)")->capture_default_str();
+  cmd->add_option("--bc", args->bc, "Rows of K/V per tile (flash)")->capture_default_str();
+  cmd->add_flag("--causal", args->causal, "Causal mask (bottom-right aligned)");
+  cmd->add_option("--scale-on", args->scale_on, "Softmax scale placement: scores or query")
+      ->capture_default_str();
+  cmd->add_option("--dist", args->dist,
+                  "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->add_option("--backend", args->backend,
+                  "Where the variant runs: cpu (emulator) or cuda (GPU; --algo may then also be "
+                  "flash2-tc)")
+      ->capture_default_str();
+  cmd->callback([args] { run_point(*args); });
+}
+
+}  // namespace attndev::app

@@ -1,0 +1,209 @@
+// The attndev binary end to end: --version, list, point, and bad invocations that must exit 2 with
+// a message that says what is wrong (and print nothing on stdout).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "numerics/format.hpp"
+#include "numerics/policy.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `attndev <args>` through the shell; args are shell words, quoted by the caller.
+RunResult attndev(const std::string& args) {
+  static const fs::path dir = [] {
+    const fs::path d = fs::temp_directory_path() / ("attndev_cli_core_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  const fs::path out = dir / "stdout", err = dir / "stderr";
+  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  REQUIRE(fs::exists(binary));
+  const std::string cmd = "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  REQUIRE(WIFEXITED(status));
+  r.code = WEXITSTATUS(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+json parse_json(const RunResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.code == 0);
+  json j;
+  REQUIRE_NOTHROW(j = json::parse(r.out));
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("attndev --version names the version, revision and compiler", "[cli]") {
+  const RunResult r = attndev("--version");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("attndev "));
+  CHECK_THAT(r.out, Catch::Contains("git "));
+}
+
+TEST_CASE("attndev list prints every section", "[cli]") {
+  const RunResult r = attndev("list");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* needle : {"== formats", "fp8-e4m3", "unit roundoff", "== presets",
+                             "kernel-bf16", "score_accum", "== algorithms", "flash2",
+                             "== distributions", "outlier(std,p)", "== backends", "cuda"})
+    CHECK_THAT(r.out, Catch::Contains(needle));
+  const RunResult one = attndev("list backends");
+  CHECK(one.code == 0);
+  CHECK_THAT(one.out, Catch::Contains("cpu"));
+  CHECK_THAT(one.out, !Catch::Contains("fp8-e4m3"));
+}
+
+TEST_CASE("attndev list --json is machine-readable and matches the tables", "[cli]") {
+  const json j = parse_json(attndev("list --json"));
+  for (const char* key : {"formats", "presets", "algorithms", "distributions", "backends",
+                          "provenance"})
+    CHECK(j.contains(key));
+  REQUIRE(j["formats"].size() == std::size(attndev::numerics::kAllFormats));
+  for (const json& f : j["formats"]) {
+    attndev::numerics::Format format;
+    REQUIRE(attndev::numerics::parse_format(f["name"].get<std::string>(), format));
+    const auto t = attndev::numerics::traits(format);
+    CHECK(f["unit_roundoff"].get<double>() == t.unit_roundoff());
+    CHECK(f["max"].get<double>() == t.max_finite);
+    CHECK(f["bits"].get<int>() == t.storage_bits);
+  }
+  CHECK(j["presets"].size() == std::size(attndev::numerics::kPolicyPresets));
+  CHECK(j["presets"][0]["stages"].contains("score_accum"));
+  CHECK(j["algorithms"].size() >= 3);
+  bool cpu = false;
+  for (const json& b : j["backends"]) cpu = cpu || (b["name"] == "cpu" && b["available"] == true);
+  CHECK(cpu);
+  const json only = parse_json(attndev("list presets --json"));
+  CHECK(only.contains("presets"));
+  CHECK_FALSE(only.contains("formats"));
+}
+
+TEST_CASE("attndev point --json reports both columns with every metric", "[cli]") {
+  const json j = parse_json(attndev(
+      "point --algo flash2 --policy kernel-bf16 --n 37 --n-kv 45 --d 16 --batch 2 --heads 3 "
+      "--br 16 --bc 8 --causal --seed 3 --dist 'outlier(10,0.01)' --threads 1 --json"));
+  for (const char* key : {"point", "golden", "variant", "baseline", "ratio_to_baseline",
+                          "max_rel_floor", "provenance"})
+    CHECK(j.contains(key));
+  CHECK(j["point"]["algorithm"] == "flash2");
+  CHECK(j["point"]["policy"] == "kernel-bf16");
+  CHECK(j["point"]["seq_q"] == 37);
+  CHECK(j["point"]["seq_kv"] == 45);
+  CHECK(j["point"]["causal"] == true);
+  CHECK(j["point"]["distribution"] == "outlier(std=10,p=0.01)");
+  for (const char* key : {"version", "git_revision", "compiler"})
+    CHECK(j["provenance"].contains(key));
+  for (const char* side : {"variant", "baseline"}) {
+    CAPTURE(side);
+    const json& m = j[side];
+    CHECK(m["count"] == 2 * 3 * 37 * 16);
+    for (const char* key : {"max_abs", "mean_abs", "std_abs", "rmse", "rel_l2", "max_rel",
+                            "cos_sim", "time_s"}) {
+      CAPTURE(key);
+      REQUIRE(m[key].is_number());  // a finite kernel gives finite metrics
+      CHECK(std::isfinite(m[key].get<double>()));
+    }
+    CHECK(m["nan_count"] == 0);
+    CHECK(m["inf_count"] == 0);
+    // bf16 output against an fp64 golden: some error, and the worst element is found.
+    CHECK(m["max_abs"].get<double>() > 0);
+    CHECK(m["worst_index"].get<std::int64_t>() >= 0);
+    CHECK(m["cos_sim"].get<double>() > 0.99);
+  }
+}
+
+TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
+  // The golden is `baseline` with every stage fp64 (STYLE.md #2): the same code on the same
+  // inputs must agree bit for bit, which makes the metrics path checkable exactly.
+  const json j = parse_json(
+      attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
+  CHECK(j["variant"]["max_abs"] == 0.0);
+  CHECK(j["variant"]["rmse"] == 0.0);
+  CHECK(j["variant"]["cos_sim"] == 1.0);
+  CHECK(j["variant"]["count"] == 19 * 8);
+  CHECK(j["ratio_to_baseline"]["max_abs"] == 1.0);
+}
+
+TEST_CASE("attndev point prints a table with variant, baseline and ratio", "[cli]") {
+  const RunResult r = attndev("point --algo flash1 --policy working-fp16 --n 24 --d 8 --br 8 "
+                              "--bc 8 --baseline-policy kernel-fp16");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* needle : {"point: flash1 under working-fp16 vs baseline under kernel-fp16",
+                             "max_abs", "rel_l2", "cos_sim", "nan/inf", "worst index", "ratio",
+                             "time: inputs"})
+    CHECK_THAT(r.out, Catch::Contains(needle));
+}
+
+TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli]") {
+  struct Bad {
+    const char* args;
+    const char* fragment;
+  };
+  const Bad cases[] = {
+      {"point --algo flash9 --n 8 --d 4", "unknown algorithm \"flash9\""},
+      {"point --algo flahs2 --n 8 --d 4", "did you mean \"flash2\""},
+      {"point --policy kernel-bf17 --n 8 --d 4", "unknown policy preset \"kernel-bf17\""},
+      {"point --policy '{\"base\":\"kernel-bf16\",\"probs\":\"fp32\"}' --n 8 --d 4",
+       "did you mean \"prob\""},
+      {"point --policy '{\"base\":\"kernel-bf16\",\"prob\":\"fp33\"}' --n 8 --d 4",
+       "unknown format \"fp33\""},
+      {"point --policy '{\"base\":' --n 8 --d 4", "not valid JSON"},
+      {"point --baseline-policy nope --n 8 --d 4", "--baseline-policy: unknown policy preset"},
+      {"point --n 0 --d 4", "--n must be >= 1, got 0"},
+      {"point --n 8 --d 0", "--d must be >= 1"},
+      {"point --n 8 --d 4 --br 0", "--br must be >= 1"},
+      {"point --n 8 --d 4 --bc -3", "--bc must be >= 1, got -3"},
+      {"point --n 8 --d 4 --dist 'normal(0,'", "expected ')'"},
+      {"point --n 8 --d 4 --dist gauss", "unknown kind \"gauss\""},
+      {"point --n 8 --d 4 --dist 'uniform(2,1)'", "lo must be < hi"},
+      {"point --n 8 --d 4 --scale-on keys", "unknown placement \"keys\""},
+      {"point --n abc --d 4", "--n"},
+      {"list formatz", "did you mean \"formats\""},
+      {"frobnicate", "frobnicate"},
+  };
+  int checked = 0;
+  for (const Bad& bad : cases) {
+    const RunResult r = attndev(bad.args);
+    INFO("attndev " << bad.args << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(bad.fragment));
+    CHECK(r.out.empty());  // nothing half-written
+    ++checked;
+  }
+  CHECK(checked >= 8);
+}
