@@ -32,5 +32,7 @@ void add_plan_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
+void add_slurm_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 }  // namespace attndev::app

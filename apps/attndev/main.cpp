@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   add_report_command(app);
   add_compare_command(app);
   add_merge_command(app);
+  add_slurm_command(app);
+  add_train_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,170 @@
+// `attndev train CONFIG [-o DIR] [--quick] [--text FILE] [--steps N] [-j N] [--force]`
+//
+// CONFIG is a single run (configs/train/*.json) or a study (configs/paper/
+// golden2024-fig7-8-weights.json: "base", "runs", "pairs", "ratios", "quick"). Trains on the CPU
+// with the emulated attention forward and backward inside; writes loss.csv and safetensors
+// snapshots per run and, for a study, the weight comparison (docs/training.md).
+// Exit codes: 0 ok; 2 bad config, flags, text file or output folder (nothing written);
+// 1 a run failed while training (e.g. non-finite gradients in fp32).
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/config.hpp"
+#include "io/atomic_file.hpp"
+#include "io/provenance.hpp"
+#include "train/study.hpp"
+#include "version.hpp"
+
+namespace attndev::app {
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  std::string out;
+  std::string text;
+  bool quick = false;
+  bool force = false;
+  int steps = 0;
+  int threads = 0;
+};
+
+// Output folders are never mixed: an existing non-empty folder needs --force.
+void prepare_out_dir(const std::filesystem::path& out, bool force) {
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out))
+    throw UsageError("output path " + out.string() + " exists and is not a folder: pass -o DIR");
+  if (std::filesystem::exists(out) && !std::filesystem::is_empty(out) && !force)
+    throw UsageError("output folder " + out.string() +
+                     " is not empty: pass --force to overwrite its runs, or -o another folder");
+  std::filesystem::create_directories(out);
+}
+
+nlohmann::json provenance_json() {
+  io::Provenance p;
+  p.tool_version = version_string();
+  p.git_revision = git_revision();
+  p.compiler = compiler_string();
+  io::collect_host(p);
+  return nlohmann::json::parse(io::to_json(p).dump());
+}
+
+void progress_line(const std::string& run, const train::StepLog& l, int every, int total) {
+  if ((l.step + 1) % every != 0 && l.step + 1 != total && l.step != 0) return;
+  spdlog::info("{} step {}/{} loss {:.4f} lr {:.2e}{}{} ({:.1f} s)", run, l.step + 1, total, l.loss,
+               l.lr, l.loss_scale != 1.0 ? fmt::format(" scale {:g}", l.loss_scale) : "",
+               l.skipped ? " SKIPPED (overflow)" : "", l.seconds);
+}
+
+void run_train(const TrainArgs& args, const std::string& command_line) {
+  nlohmann::json j;
+  train::StudyConfig study;
+  train::TrainConfig single;
+  const bool is_study_config = [&] {
+    try {
+      j = train::read_json_file(args.config);
+      if (args.steps > 0) {
+        // --steps overrides every run (the study's base) before validation.
+        if (train::is_study(j)) j["base"]["steps"] = args.steps;
+        else j["steps"] = args.steps;
+      }
+      if (train::is_study(j)) {
+        study = train::parse_study_config(j, args.quick);
+        return true;
+      }
+      if (args.quick) throw UsageError("--quick applies to a study config (one with \"runs\")");
+      single = train::parse_train_config(j);
+      return false;
+    } catch (const experiment::ConfigError& e) {
+      throw UsageError(args.config + ": " + e.path() + ": " + e.message());
+    }
+  }();
+  const int threads = args.threads > 0 ? args.threads
+                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  // Load every corpus before creating the output folder: a missing text is a usage error that
+  // leaves nothing behind.
+  try {
+    if (is_study_config) {
+      for (const train::TrainConfig& c : study.runs) train::load_corpus(args.text.empty() ? c.text : args.text);
+    } else {
+      train::load_corpus(args.text.empty() ? single.text : args.text);
+    }
+  } catch (const train::CorpusError& e) {
+    throw UsageError(e.what());
+  }
+  const std::string name = is_study_config ? study.name : single.name;
+  const std::filesystem::path out = args.out.empty() ? std::filesystem::path("results/train") / name
+                                                     : std::filesystem::path(args.out);
+  prepare_out_dir(out, args.force);
+
+  train::StudyOptions options;
+  options.out_dir = out;
+  options.threads = threads;
+  options.text = args.text;
+  options.command_line = command_line;
+  nlohmann::json record;
+  record["command_line"] = command_line;
+  record["config_file"] = args.config;
+  record["config"] = j;
+  record["quick"] = args.quick;
+  record["threads"] = threads;
+  if (is_study_config) {
+    int total = 0;
+    for (const auto& c : study.runs) total = std::max(total, c.steps);
+    const int every = study.runs.front().log_every;
+    options.progress = [&](const std::string& run, const train::StepLog& l) {
+      progress_line(run, l, every, total);
+    };
+    const train::StudyResult r = train::run_study(study, options);
+    record["files"] = r.files;
+    record["compared_rows"] = r.compared_rows;
+    record["provenance"] = provenance_json();
+    io::write_file_atomic(out / "study.json", record.dump(2) + "\n");
+    spdlog::info("study {}: {} comparison rows; see {}", study.name, r.compared_rows,
+                 (out / "summary.md").string());
+    if (r.compared_rows == 0 && !study.pairs.empty())
+      throw CommandExit{kExitNothingCompared};
+  } else {
+    options.progress = [&](const std::string& run, const train::StepLog& l) {
+      progress_line(run, l, single.log_every, single.steps);
+    };
+    const train::Corpus corpus = train::load_corpus(args.text.empty() ? single.text : args.text);
+    const train::RunResult r = train::run_single(single, corpus, options, out);
+    spdlog::info("{}: loss {:.4f} -> {:.4f} in {} steps, {:.1f} s; snapshots in {}", single.name,
+                 r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
+                 (out / "snapshots").string());
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train the small transformer on the CPU with emulated attention (a run or a study)");
+  cmd->add_option("config", args->config, "Run or study config (JSON)")->required();
+  cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)");
+  cmd->add_option("--text", args->text,
+                  "Train on this text file instead of the default corpus (Debian package fortunes-min)");
+  cmd->add_flag("--quick", args->quick, "Study: merge the config's \"quick\" block (the CI form)");
+  cmd->add_option("--steps", args->steps, "Override the number of steps of every run")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("-j,--threads", args->threads, "Attention threads (results do not depend on it)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--force", args->force, "Write into a non-empty output folder");
+  cmd->callback([args] {
+    std::string line = "attndev train " + args->config;
+    if (!args->out.empty()) line += " -o " + args->out;
+    if (!args->text.empty()) line += " --text " + args->text;
+    if (args->quick) line += " --quick";
+    if (args->steps > 0) line += " --steps " + std::to_string(args->steps);
+    run_train(*args, line);
+  });
+}
+
+}  // namespace attndev::app
