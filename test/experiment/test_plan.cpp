@@ -1,0 +1,113 @@
+// Plan expansion: cartesian product, zip groups, constraints with reasons, trials, overrides,
+// stable point ids, shard partition.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "experiment/config.hpp"
+#include "experiment/plan.hpp"
+
+using namespace attndev::experiment;
+
+namespace {
+
+std::string config_text(const std::string& axes, const std::string& extra = "") {
+  return R"({"name": "p", "axes": )" + axes + R"(, "variants": [{"algorithm": "flash2", "policy": "fp32"}])" +
+         (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+}  // namespace
+
+TEST_CASE("cartesian product with the last axis fastest and trials outermost", "[plan]") {
+  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "block_c": [16, 32, 64]})", R"("trials": 2)")));
+  REQUIRE(plan.points.size() == 2 * 3 * 2);
+  CHECK(plan.varying_axes == std::vector<std::string>{"seq_len", "block_c"});
+  CHECK(plan.points[0].shape.seq_q == 128);
+  CHECK(plan.points[0].options.block_c == 16);
+  CHECK(plan.points[1].options.block_c == 32);
+  CHECK(plan.points[3].shape.seq_q == 256);
+  CHECK(plan.points[6].seed == 1);
+  CHECK(plan.points[6].trial == 1);
+  for (std::size_t i = 0; i < plan.points.size(); ++i) CHECK(plan.points[i].index == i);
+  // seq_len_kv defaults to seq_len; tiles do not change the input set.
+  CHECK(plan.points[4].shape.seq_kv == 256);
+  CHECK(plan.points[3].input_key == plan.points[5].input_key);
+  CHECK(plan.points[3].input_key != plan.points[0].input_key);
+  CHECK(plan.points[3].input_key != plan.points[9].input_key);  // other seed
+}
+
+TEST_CASE("zip groups move axes together", "[plan]") {
+  const Plan plan = make_plan(parse_config(
+      config_text(R"({"seq_len": [128, 256, 512], "block_r": [16, 32, 64], "block_c": [16, 32, 64], "head_dim": [32, 64]})",
+                  R"("zip": [["block_r", "block_c"]])")));
+  REQUIRE(plan.points.size() == 3 * 2 * 3);
+  for (const Point& p : plan.points) CHECK(p.options.block_r == p.options.block_c);
+  std::set<std::pair<int, int>> seen;
+  for (const Point& p : plan.points) seen.insert({p.shape.seq_q, p.options.block_c});
+  CHECK(seen.size() == 9);
+}
+
+TEST_CASE("constraints skip points and record the reason", "[plan]") {
+  const Plan plan = make_plan(parse_config(config_text(
+      R"({"seq_len": [32, 64, 128], "block_c": [16, 64, 128]})",
+      R"("constraints": [{"require": "block_c <= seq_len", "reason": "tile longer than the sequence"}, "seq_len != 64"])")));
+  // Kept: (32,16) (128,16) (128,64) (128,128).
+  CHECK(plan.points.size() == 4);
+  REQUIRE(plan.skipped.size() == 5);
+  int too_long = 0, excluded = 0;
+  for (const SkippedPoint& s : plan.skipped) {
+    if (s.reason == "tile longer than the sequence") ++too_long;
+    if (s.reason == "violates seq_len != 64") ++excluded;
+  }
+  CHECK(too_long == 3);  // (64,128) violates both: reported under the first
+  CHECK(excluded == 2);
+}
+
+TEST_CASE("constraints that exclude everything are a config error", "[plan]") {
+  const Config c = parse_config(config_text(R"({"seq_len": [128], "block_c": [64]})",
+                                            R"("constraints": ["block_c <= 32", "block_c >= 48"])"));
+  CHECK_THROWS_AS(make_plan(c), ConfigError);
+  try {
+    make_plan(c);
+  } catch (const ConfigError& e) {
+    CHECK(e.path() == "constraints");
+    CHECK_THAT(e.message(), Catch::Contains("exclude every point"));
+  }
+}
+
+TEST_CASE("point ids are stable under axis reordering and overrides, distinct across points", "[plan]") {
+  const Plan a = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})")));
+  const Plan b = make_plan(parse_config(config_text(R"({"causal": [true, false], "seq_len": [256, 128]})")));
+  std::set<std::string> ids_a, ids_b;
+  for (const Point& p : a.points) ids_a.insert(p.id);
+  for (const Point& p : b.points) ids_b.insert(p.id);
+  CHECK(ids_a.size() == a.points.size());
+  CHECK(ids_a == ids_b);
+  // Narrowing an axis on the command line keeps the ids of the points that remain.
+  const std::vector<std::string> o = {"seq_len=256"};
+  const Plan narrowed = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})"), o));
+  REQUIRE(narrowed.points.size() == 2);
+  for (const Point& p : narrowed.points) CHECK(ids_a.count(p.id));
+}
+
+TEST_CASE("seq_len_kv resolving to an existing point is reported, not run twice", "[plan]") {
+  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [128], "seq_len_kv": ["seq_len", 128, 256]})")));
+  CHECK(plan.points.size() == 2);
+  REQUIRE(plan.skipped.size() == 1);
+  CHECK_THAT(plan.skipped[0].reason, Catch::Contains("earlier point"));
+}
+
+TEST_CASE("shards partition the points", "[plan]") {
+  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [64, 128, 256, 512], "block_c": [16, 32, 64]})", R"("trials": 3)")));
+  for (std::size_t n : {1u, 2u, 3u, 7u}) {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      for (const Point& p : plan.points) total += shard_of(p, n) == i;
+    CHECK(total == plan.points.size());
+  }
+  // Ids spread: with 36 points and 3 shards, no shard is empty.
+  std::set<std::size_t> used;
+  for (const Point& p : plan.points) used.insert(shard_of(p, 3));
+  CHECK(used.size() == 3);
+}

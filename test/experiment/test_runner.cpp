@@ -1,0 +1,250 @@
+// The runner end to end on small problems: rows, shared golden/baseline per input set, resume
+// after a stop or a torn write, shards + merge equal to one run, CSV equal to JSONL, folder reuse.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "experiment/config.hpp"
+#include "experiment/merge.hpp"
+#include "experiment/plan.hpp"
+#include "experiment/result_row.hpp"
+#include "experiment/results_store.hpp"
+#include "experiment/runner.hpp"
+#include "io/atomic_file.hpp"
+#include "io/csv.hpp"
+#include "io/jsonl.hpp"
+
+namespace fs = std::filesystem;
+using namespace attndev::experiment;
+using attndev::io::Json;
+
+namespace {
+
+// Odd sizes hit the tails of the tiling; seeds are fixed (Philox), so every run is replayable.
+const char* kConfig = R"({
+  "name": "runner-test",
+  "axes": {"seq_len": [40, 67], "head_dim": 16, "block_r": [16, 32], "block_c": [16, 32]},
+  "zip": [["block_r", "block_c"]],
+  "trials": {"seeds": [11, 12]},
+  "variants": [
+    {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16", "baseline": true},
+    {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"},
+    {"name": "exact", "algorithm": "baseline", "policy": "fp64", "ratio_to": "flash"},
+    {"name": "gpu", "algorithm": "flash2", "policy": "kernel-bf16", "backend": "cuda"}
+  ]
+})";
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("attndev_test_runner_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+RunOptions options_for(const fs::path& dir) {
+  RunOptions o;
+  o.dir = dir;
+  o.threads = 1;
+  o.provenance.tool_version = "test";
+  return o;
+}
+
+// Rows keyed by (point, variant) without the fields that legitimately differ between runs.
+std::map<std::string, Json> comparable(const std::vector<Json>& rows) {
+  std::map<std::string, Json> out;
+  for (Json row : rows) {
+    row.erase("runtime_ms");
+    row.erase("gflops");
+    const std::string key = row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
+    REQUIRE(out.count(key) == 0);
+    out[key] = row;
+  }
+  return out;
+}
+
+std::vector<Json> file_rows(const fs::path& file) {
+  std::vector<Json> rows;
+  for (const Json& r : attndev::io::read_jsonl(file).records)
+    if (r["record"] == "row") rows.push_back(r);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("a run writes one row per point and variant, sharing golden and baseline per input set", "[runner]") {
+  const Config config = parse_config(kConfig);
+  const Plan plan = make_plan(config);
+  REQUIRE(plan.points.size() == 8);
+  const fs::path dir = temp_dir("basic");
+  const RunReport report = run_experiment(config, plan, options_for(dir));
+  CHECK(report.ran == 8);
+  CHECK(report.rows_ok == 8 * 3);
+  CHECK(report.rows_skipped == 8);
+  CHECK(report.rows_failed == 0);
+  CHECK(report.tables_written);
+  for (const char* f : {"results.jsonl", "results.csv", "results.json", "summary.md", "run.json"}) CHECK(fs::exists(dir / f));
+
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 32);
+  std::map<std::string, std::vector<Json>> base_by_input;
+  for (const Json& r : rows) {
+    const std::string v = r["variant"];
+    if (v == "gpu") {
+      CHECK(r["status"] == "skipped: CUDA backend not built");
+      CHECK_FALSE(r.contains("max_abs"));
+      continue;
+    }
+    REQUIRE(r["status"] == "ok");
+    CHECK(r["count"] == r["seq_len"].get<int>() * 16);
+    if (v == "exact") {
+      // The golden is baseline at fp64: the same code at the same precision is bit-identical.
+      CHECK(r["max_abs"] == 0.0);
+      CHECK(r["ratio_to"] == "flash");
+    }
+    if (v == "base") {
+      CHECK(r["ratio_max_abs"] == 1.0);
+      base_by_input[r["seq_len"].dump() + "/" + r["seed"].dump()].push_back(r);
+    }
+    if (v == "flash") {
+      CHECK(r["ratio_to"] == "base");
+      CHECK(r["max_abs"].get<double>() > 0);
+      CHECK(r.contains("ratio_rmse"));
+    }
+  }
+  // Baseline has no tiles: one computation per input set, identical rows across tile sizes.
+  REQUIRE(base_by_input.size() == 4);
+  for (const auto& [key, group] : base_by_input) {
+    REQUIRE(group.size() == 2);
+    CHECK(group[0]["max_abs"] == group[1]["max_abs"]);
+    CHECK(group[0]["rmse"] == group[1]["rmse"]);
+  }
+
+  SECTION("rerunning resumes: nothing recomputed, nothing duplicated") {
+    const RunReport again = run_experiment(config, plan, options_for(dir));
+    CHECK(again.already_done == 8);
+    CHECK(again.ran == 0);
+    CHECK(file_rows(dir / "results.jsonl").size() == 32);
+  }
+  SECTION("the CSV parses back to the JSONL values") {
+    const auto csv = attndev::io::parse_csv(attndev::io::read_file(dir / "results.csv"));
+    REQUIRE(csv.size() == rows.size() + 1);
+    CHECK(csv[0] == result_columns());
+    std::size_t compared = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      REQUIRE(csv[i + 1].size() == result_columns().size());
+      for (std::size_t c = 0; c < result_columns().size(); ++c) {
+        const std::string& col = result_columns()[c];
+        const std::string& cell = csv[i + 1][c];
+        if (!rows[i].contains(col)) {
+          CHECK(cell.empty());
+          continue;
+        }
+        const Json& v = rows[i][col];
+        if (v.is_number_float()) {
+          CHECK(std::stod(cell) == v.get<double>());
+        } else if (v.is_string()) {
+          CHECK(cell == v.get<std::string>());
+        } else {
+          CHECK(cell == attndev::io::cell_text(v));
+        }
+        ++compared;
+      }
+    }
+    CHECK(compared > rows.size() * 20);
+  }
+  SECTION("a folder holding another config is refused unless --force-new") {
+    const std::vector<std::string> o = {"seq_len=[40]"};
+    const Config other = parse_config(kConfig, o);
+    CHECK_THROWS_AS(run_experiment(other, make_plan(other), options_for(dir)), OutputDirError);
+    CHECK(file_rows(dir / "results.jsonl").size() == 32);
+    RunOptions force = options_for(dir);
+    force.force_new = true;
+    const RunReport fresh = run_experiment(other, make_plan(other), force);
+    CHECK(fresh.ran == 4);
+    CHECK(file_rows(dir / "results.jsonl").size() == 16);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a stopped run and a torn write resume to the uninterrupted result", "[runner][resume]") {
+  const Config config = parse_config(kConfig);
+  const Plan plan = make_plan(config);
+  const fs::path whole = temp_dir("whole"), parts = temp_dir("parts");
+  run_experiment(config, plan, options_for(whole));
+
+  RunOptions stopping = options_for(parts);
+  int polls = 0;
+  stopping.stop_requested = [&polls] { return ++polls > 10; };  // mid-point: 10 polls = 2.5 points
+  const RunReport first = run_experiment(config, plan, stopping);
+  CHECK(first.interrupted);
+  CHECK(first.ran == 2);
+  CHECK(file_rows(parts / "results.jsonl").size() == 8);
+
+  // A SIGKILL during a write leaves part of a point: one full row and a torn line.
+  const std::vector<Json> all = file_rows(whole / "results.jsonl");
+  {
+    std::ofstream out(parts / "results.jsonl", std::ios::app | std::ios::binary);
+    out << attndev::io::jsonl_line(all[12]) << "\n" << attndev::io::jsonl_line(all[13]).substr(0, 40);
+  }
+  const RunReport second = run_experiment(config, plan, options_for(parts));
+  CHECK(second.repaired_records == 2);
+  CHECK(second.already_done == 2);
+  CHECK(second.ran == 6);
+  CHECK(comparable(file_rows(parts / "results.jsonl")) == comparable(all));
+  fs::remove_all(whole);
+  fs::remove_all(parts);
+}
+
+TEST_CASE("shards merged equal a single-process run point for point", "[runner][shards]") {
+  const Config config = parse_config(kConfig);
+  const Plan plan = make_plan(config);
+  const fs::path single = temp_dir("single"), sharded = temp_dir("sharded");
+  run_experiment(config, plan, options_for(single));
+  std::size_t points = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    RunOptions o = options_for(sharded);
+    o.shard_index = i;
+    o.shard_count = 3;
+    const RunReport r = run_experiment(config, plan, o);
+    CHECK_FALSE(r.tables_written);
+    CHECK(fs::exists(sharded / shard_file_name(i, 3)));
+    points += r.ran;
+    if (i == 1) {
+      // Before the last shard: merge reports what is missing and which shard reruns it.
+      const MergeReport partial = merge_results(sharded, {});
+      CHECK(partial.points_present == points);
+      CHECK(partial.missing_ids.size() == 8 - points);
+      CHECK(partial.shard_count == 3);
+      CHECK(partial.missing_shards == std::vector<std::size_t>{2});
+    }
+  }
+  CHECK(points == 8);
+  // Run shard 0 again into its file: rows duplicated across files must be removed by merge.
+  {
+    std::ofstream dup(sharded / shard_file_name(1, 3), std::ios::app | std::ios::binary);
+    for (const Json& r : file_rows(sharded / shard_file_name(0, 3))) dup << attndev::io::jsonl_line(r) << "\n";
+  }
+  const MergeReport merged = merge_results(sharded, {});
+  CHECK(merged.missing_ids.empty());
+  CHECK(merged.points_present == 8);
+  // The partial merge's results.jsonl and the appended copies both duplicate shard rows.
+  CHECK(merged.duplicate_rows >= file_rows(sharded / shard_file_name(0, 3)).size());
+  const std::vector<Json> a = file_rows(single / "results.jsonl");
+  const std::vector<Json> b = file_rows(sharded / "results.jsonl");
+  REQUIRE(a.size() == 32);
+  CHECK(comparable(a) == comparable(b));
+  // Same order too: merged rows are in plan order.
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i]["point_id"] == b[i]["point_id"]);
+  CHECK(attndev::io::read_file(single / "results.csv").size() > 0);
+  fs::remove_all(single);
+  fs::remove_all(sharded);
+}
+
+TEST_CASE("array ranges compress to the sbatch --array form", "[runner][shards]") {
+  CHECK(attndev::experiment::array_ranges({0, 1, 2, 3, 5, 7, 8}) == "0-3,5,7-8");
+  CHECK(attndev::experiment::array_ranges({4}) == "4");
+  CHECK(attndev::experiment::array_ranges({}).empty());
+}

@@ -1,0 +1,129 @@
+// Result writers: CSV round trip (RFC 4180 quoting), numbers that survive text, JSONL torn tails,
+// atomic writes, markdown escaping.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <unistd.h>
+
+#include "io/atomic_file.hpp"
+#include "io/csv.hpp"
+#include "io/json_values.hpp"
+#include "io/jsonl.hpp"
+#include "io/markdown.hpp"
+#include "io/provenance.hpp"
+
+namespace fs = std::filesystem;
+using namespace attndev::io;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("attndev_test_io_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("csv fields with commas, quotes and newlines parse back unchanged", "[io][csv]") {
+  const std::vector<std::vector<std::string>> records = {
+      {"variant", "status", "note"},
+      {"flash2", "failed: bad \"tile\", d=7", "line1\nline2"},
+      {"", "ok", "a,b"},
+      {"\"", "\r\n", "plain"},
+  };
+  std::string text;
+  for (const auto& r : records) text += csv_record(r);
+  CHECK(text.find("\r\n") != std::string::npos);
+  CHECK(parse_csv(text) == records);
+}
+
+TEST_CASE("csv parser rejects malformed quoting", "[io][csv]") {
+  CHECK_THROWS_WITH(parse_csv("a,\"b\n"), Catch::Contains("unterminated"));
+  CHECK_THROWS_WITH(parse_csv("a,b\"c\"\n"), Catch::Contains("quote inside"));
+}
+
+TEST_CASE("numbers survive text: shortest round trip, non-finite as strings", "[io][numbers]") {
+  const std::uint64_t seed = 20240501;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> exponent(-300, 300);
+  for (int i = 0; i < 2000; ++i) {
+    const double x = std::pow(10.0, exponent(rng)) * (i % 2 ? -1 : 1);
+    const std::string text = format_number(x);
+    CHECK(std::stod(text) == x);
+    double back = 0;
+    REQUIRE(json_to_double(Json::parse(number_json(x).dump()), back));
+    CHECK(back == x);
+  }
+  for (double x : {std::numeric_limits<double>::quiet_NaN(), INFINITY, -INFINITY}) {
+    const Json j = number_json(x);
+    REQUIRE(j.is_string());
+    CHECK(j.dump() != "null");
+    double back = 0;
+    REQUIRE(json_to_double(j, back));
+    CHECK((std::isnan(x) ? std::isnan(back) : back == x));
+  }
+  CHECK(format_number(std::numeric_limits<double>::denorm_min()) == "5e-324");
+  double out = 0;
+  CHECK_FALSE(json_to_double(Json(nullptr), out));
+  CHECK_FALSE(json_to_double(Json("fast"), out));
+}
+
+TEST_CASE("jsonl reader drops a torn final line and counts corrupt lines", "[io][jsonl]") {
+  const fs::path dir = temp_dir("jsonl");
+  const fs::path file = dir / "r.jsonl";
+  {
+    JsonlAppender out(file);
+    out.append({Json{{"a", 1}}, Json{{"a", 2}}});
+    out.append({Json{{"a", number_json(NAN)}}});
+  }
+  {
+    std::ofstream app(file, std::ios::app | std::ios::binary);
+    app << "not json\n{\"a\": 4, \"torn";
+  }
+  const JsonlContents c = read_jsonl(file);
+  REQUIRE(c.records.size() == 3);
+  CHECK(c.records[2]["a"] == "nan");
+  CHECK(c.torn_tail);
+  CHECK(c.bad_lines == 1);
+  CHECK(c.first_bad_line == 4);
+  CHECK(read_jsonl(dir / "missing.jsonl").records.empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("atomic write replaces the whole file and leaves no temporary", "[io][atomic]") {
+  const fs::path dir = temp_dir("atomic");
+  const fs::path file = dir / "t.txt";
+  write_file_atomic(file, "first version, longer than the second\n");
+  write_file_atomic(file, "second\n");
+  CHECK(read_file(file) == "second\n");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  CHECK(entries == 1);
+  CHECK_THROWS_WITH(write_file_atomic(dir / "no" / "such" / "dir.txt", "x"), Catch::Contains("cannot create"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("markdown tables escape pipes and align numeric columns right", "[io][markdown]") {
+  const std::string md = markdown_table({"variant", "max_abs"}, {{"a|b", "1e-3"}, {"c\nd", "nan"}});
+  CHECK(md.find("a\\|b") != std::string::npos);
+  CHECK(md.find("c d") != std::string::npos);
+  CHECK(md.find("| --- | ---: |") != std::string::npos);
+}
+
+TEST_CASE("provenance quotes the command line so it can be pasted back", "[io][provenance]") {
+  const char* argv[] = {"attndev", "run", "-a", "seq_len=[512, 1024]", "it's"};
+  CHECK(quote_command_line(5, argv) == "attndev run -a 'seq_len=[512, 1024]' 'it'\\''s'");
+  Provenance p;
+  collect_host(p);
+  CHECK(!p.time_utc.empty());
+  CHECK(p.time_utc.back() == 'Z');
+  CHECK(p.gpu == "none");
+  CHECK(to_json(p).contains("slurm_array_task_id"));
+}
