@@ -55,24 +55,23 @@ Entry parse_entry(const std::string& source, const std::string& name, const nloh
   }
   const auto sh = j.find("shape");
   if (sh == j.end() || !sh->is_array()) fail(source, where + ": missing array \"shape\"");
-  // numel is bounded by the buffer as it grows, so the product can never overflow.
-  const std::uint64_t max_elems = buffer_size / dtype_size(e.dtype);
+  // The product is kept below 2^64 / 8 so that numel * dtype size cannot wrap; any real shape
+  // that large fails the size check against data_offsets below anyway.
+  const std::uint64_t max_elems = std::numeric_limits<std::uint64_t>::max() / 8;
   std::uint64_t numel = 1;
   bool zero = false;
   for (const nlohmann::json& d : *sh) {
     std::uint64_t v = 0;
-    if (!as_u64(d, v)) fail(source, where + ": shape " + sh->dump() + " has a non-integer or negative dimension");
+    if (!as_u64(d, v)) {
+      fail(source, where + ": shape " + sh->dump() + " has a non-integer or negative dimension");
+    }
     if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
       fail(source, where + ": shape dimension " + std::to_string(v) + " is too large");
     }
     e.shape.push_back(static_cast<std::int64_t>(v));
     if (v == 0) zero = true;
-    else if (!zero && numel > max_elems / v) {
-      fail(source, where + ": shape " + sh->dump() + " needs more bytes than the file's data buffer (" +
-                       std::to_string(buffer_size) + " bytes): truncated or corrupt file");
-    } else if (!zero) {
-      numel *= v;
-    }
+    else if (numel > max_elems / v) numel = max_elems;  // saturate: cannot match any offsets
+    else numel *= v;
   }
   if (zero) numel = 0;
   const auto off = j.find("data_offsets");

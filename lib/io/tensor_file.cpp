@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <system_error>
 #include <unistd.h>
@@ -155,8 +156,13 @@ void encode_le(DType d, std::span<const double> values, std::vector<unsigned cha
 }
 
 std::int64_t NamedTensor::numel() const {
+  // A zero anywhere wins even over dimensions whose product would overflow ([0, 2^62, 2^62]
+  // is a valid empty tensor in a file); otherwise saturate rather than wrap.
+  for (std::int64_t d : shape)
+    if (d == 0) return 0;
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<std::int64_t>::max();
   return n;
 }
 

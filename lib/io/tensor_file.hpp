@@ -36,7 +36,7 @@ struct NamedTensor {
   std::vector<std::int64_t> shape; // row-major (C order); {} is a scalar (1 element)
   std::vector<double> values;      // numel() values, C order, decoded exactly
 
-  std::int64_t numel() const;      // product of shape (1 for a scalar)
+  std::int64_t numel() const;      // product of shape (1 for a scalar; saturates, never wraps)
 };
 
 // Little-endian element codecs shared by the readers and writers. decode_le is exact;

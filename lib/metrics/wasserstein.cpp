@@ -16,6 +16,10 @@ struct CompensatedSum {
   long double carry = 0;
   void add(long double x) {
     const long double t = sum + x;
+    if (!std::isfinite(t)) {  // inf (a diverging integral) stays inf; no inf - inf in the carry
+      sum = t;
+      return;
+    }
     if (std::fabs(sum) >= std::fabs(x)) carry += (sum - t) + x;
     else carry += (x - t) + sum;
     sum = t;
