@@ -34,5 +34,6 @@ void add_compare_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_slurm_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_wdist_command(CLI::App& app);
 
 }  // namespace attndev::app

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add_merge_command(app);
   add_slurm_command(app);
   add_train_command(app);
+  add_wdist_command(app);
 
   try {
     app.parse(argc, argv);
