@@ -40,13 +40,18 @@ __global__ void softmax_rows_kernel(const Acc* scores, T* probs, SoftmaxParams p
   const Acc* s_row = scores + static_cast<std::size_t>(row) * p.seq_kv;  // (N_kv)
   T* p_row = probs + static_cast<std::size_t>(row) * p.seq_kv;           // (N_kv)
   const long last_visible = p.causal ? static_cast<long>(i) + (p.seq_kv - p.seq_q) : p.seq_kv - 1;
+  // The scale as the score arithmetic holds it: rounded to score_accum (Problem::score_scale).
+  const double scale = round_to(pol.score_accum, p.scale);
   auto score = [&](int j) {
     const double d = static_cast<double>(s_row[j]);
-    return pol.round(Stage::score, p.scale_scores ? mul_in(pol.score_accum, d, p.scale) : d);
+    return pol.round(Stage::score, p.scale_scores ? mul_in(pol.score_accum, d, scale) : d);
   };
 
   double m = -INFINITY;
-  for (int j = 0; j < p.seq_kv && j <= last_visible; ++j) m = fmax(m, score(j));
+  for (int j = 0; j < p.seq_kv && j <= last_visible; ++j) {
+    const double s = score(j);
+    m = m < s ? s : m;  // std::max's semantics, as the emulator (NaN handling included)
+  }
   double* lse = p.lse + static_cast<std::size_t>(p.first_head) * p.seq_q + row;
   if (m == -INFINITY) {  // fully masked row: P = 0 gives O = 0, never exp(-inf - -inf)
     for (int j = 0; j < p.seq_kv; ++j) store_as(0.0, p_row[j]);

@@ -42,10 +42,10 @@ void validate(const attention::Inputs& in, const attention::Options& options) {
   if (in.k.cols != in.q.cols || in.v.cols != in.q.cols)
     throw std::invalid_argument("k/v: head_dim must match q's");
   if (in.v.rows != in.k.rows) throw std::invalid_argument("v: rows (N_kv) must match k's");
-  if (options.block_r < 1) throw std::invalid_argument("block_r: must be >= 1");
-  if (options.block_c < 1) throw std::invalid_argument("block_c: must be >= 1");
-  if (options.scale && !std::isfinite(*options.scale))
-    throw std::invalid_argument("scale: must be finite");
+  if (options.block_r < 1) throw std::invalid_argument("options.block_r (Br) must be >= 1");
+  if (options.block_c < 1) throw std::invalid_argument("options.block_c (Bc) must be >= 1");
+  if (options.scale && !(std::isfinite(*options.scale) && *options.scale != 0.0))
+    throw std::invalid_argument("options.scale must be finite and non-zero");
 }
 
 // Chooses the launcher for the selected tag (the tag is the instantiation; this only routes it).
@@ -125,6 +125,24 @@ DeviceInfo device_info() {
   return info;
 }
 
+std::vector<KernelInfo> kernel_catalog() {
+  std::string tc;
+  for (MatElement e : {MatElement::bf16, MatElement::fp16})
+    for (int d : {64, 128}) {
+      const std::string tiles = detail::tc_tiles_for(e, d);
+      if (tiles.empty()) continue;
+      if (!tc.empty()) tc += "; ";
+      tc += std::string(mat_element_name(e)) + " d=" + std::to_string(d) + " Br x Bc " + tiles;
+    }
+  return {
+      {Kernel::baseline, "cuBLAS GEMMs (bf16/fp16/fp32/tf32/fp64 inputs) + softmax rounding at "
+                         "the policy's stages; prob == input, one accumulator format"},
+      {Kernel::flash1, "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
+      {Kernel::flash2, "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
+      {Kernel::flash2_tc, "tensor cores, kernel-bf16/kernel-fp16 only: " + tc},
+  };
+}
+
 std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& policy,
                                const attention::Shape& shape, const attention::Options& options) {
   return check_supported(kernel, policy, shape, options).reason;
@@ -152,18 +170,27 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
   try {
     const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
     const bool fold_into_q = options.scale_placement == attention::ScalePlacement::query;
-    // Placement `query`: Q' = R_input(q * scale) once, as the emulator does; S is then unscaled.
-    std::vector<double> q_host = inputs.q.data;
-    if (fold_into_q)
-      for (double& x : q_host) x = policy.round(numerics::Stage::input, x * scale);
+    // The emulator's input stage, on the host: R_input of every element (a no-op for inputs the
+    // producer already rounded), with placement `query` folding the scale into Q first,
+    // Q' = R_input(q * scale), the product taken in double. S is then not scaled again.
+    const double q_factor = fold_into_q ? scale : 1.0;
+    auto input_stage = [&](const std::vector<double>& in, double factor) {
+      std::vector<double> out(in.size());
+      for (std::size_t i = 0; i < in.size(); ++i)
+        out[i] = policy.round(numerics::Stage::input, in[i] * factor);
+      return out;
+    };
+    const std::vector<double> q_host = input_stage(inputs.q.data, q_factor);
+    const std::vector<double> k_host = input_stage(inputs.k.data, 1.0);
+    const std::vector<double> v_host = input_stage(inputs.v.data, 1.0);
 
     const std::size_t o_count = inputs.q.data.size();
     const std::size_t rows = static_cast<std::size_t>(shape.batch) * shape.heads * shape.seq_q;
-    DeviceBuffer<double> q(q_host.size()), k(inputs.k.data.size()), v(inputs.v.data.size());
+    DeviceBuffer<double> q(q_host.size()), k(k_host.size()), v(v_host.size());
     DeviceBuffer<double> o(o_count), lse(rows);
     q.upload(q_host.data(), q_host.size());
-    k.upload(inputs.k.data.data(), inputs.k.data.size());
-    v.upload(inputs.v.data.data(), inputs.v.data.size());
+    k.upload(k_host.data(), k_host.size());
+    v.upload(v_host.data(), v_host.size());
 
     DeviceProblem problem{q.get(), k.get(), v.get(), o.get(), lse.get(), shape,
                           options, policy,  !fold_into_q, scale};

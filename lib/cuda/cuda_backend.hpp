@@ -77,6 +77,13 @@ bool cuda_available(std::string& why);
 // Device 0 (the one every run uses). Throws std::runtime_error when no device is present.
 DeviceInfo device_info();
 
+// What each kernel of this build covers, from the dispatch table (for `attndev list`).
+struct KernelInfo {
+  Kernel kernel;
+  std::string covers;
+};
+std::vector<KernelInfo> kernel_catalog();
+
 struct TimingOptions {
   bool enabled = false;  // false: run once, no timing (deviation studies)
   int warmup = 2;        // untimed launches before the repeats

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"

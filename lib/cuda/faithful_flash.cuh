@@ -39,20 +39,17 @@ struct Params {
   numerics::PrecisionPolicy policy;
 };
 
-__device__ inline bool visible(const Params& p, int i, int j) {
-  // Bottom-right aligned (attention::causal_visible), spelled out here because that function
-  // is host-only.
-  return !p.causal || static_cast<long>(j) <= static_cast<long>(i) + (p.seq_kv - p.seq_q);
+// Keys visible to query row i: j in [0, visible_count). Bottom-right aligned causal mask, the
+// emulator's detail::visible_count (attention::causal_visible), spelled out for the device.
+__device__ inline int visible_count(const Params& p, int i) {
+  if (!p.causal) return p.seq_kv;
+  const long n = static_cast<long>(i) + (p.seq_kv - p.seq_q) + 1;
+  return static_cast<int>(n < 0 ? 0 : (n > p.seq_kv ? p.seq_kv : n));
 }
 
-// The last K/V row any query of row i's Q block can see: blocks past it are skipped for the
-// whole Q block, as the emulator (and a real kernel) does.
-__device__ inline int visible_kv_end(const Params& p, int i) {
-  if (!p.causal) return p.seq_kv;
-  const int q_block_last = min(p.seq_q, (i / p.block_r + 1) * p.block_r) - 1;
-  const long end = static_cast<long>(q_block_last) + (p.seq_kv - p.seq_q) + 1;
-  return static_cast<int>(end < 0 ? 0 : (end > p.seq_kv ? p.seq_kv : end));
-}
+// std::max's exact semantics (a < b ? b : a), not fmax: they differ when a NaN score appears
+// (an overflowed policy), and the NaN must propagate the same way as on the host.
+__device__ inline double max_like_std(double a, double b) { return a < b ? b : a; }
 
 // dot(q_i, k_j) accumulated sequentially over t in the score_accum format.
 __device__ inline double dot_in(const Params& p, const double* q_row, const double* k_row) {
@@ -63,121 +60,134 @@ __device__ inline double dot_in(const Params& p, const double* q_row, const doub
   return acc;
 }
 
+// The K/V loop bound of row i's Q block (Br rows): blocks past the block's last visible key are
+// never started, as in the emulator's work item over that Q block.
+__device__ inline int q_block_kv_end(const Params& p, int i) {
+  const int row_end = min(p.seq_q, (i / p.block_r + 1) * p.block_r);
+  return visible_count(p, row_end - 1);
+}
+
 // ---- flash2 (FA-2): outer loop over Q rows, inner over K/V blocks; unnormalized acc. ----
+// lib/attention/flash2.cpp, flash2_generic, for one row; see its header for the formulas.
 __device__ inline void flash2_row(const Params& p, int b, int h, int i) {
   using namespace numerics;
   const PrecisionPolicy& pol = p.policy;
+  const Format st = pol.stats, oa = pol.out_accum;
+  const bool fused = pol.fma;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
-  const double* q_row = p.q + (head * p.seq_q + i) * p.head_dim;   // (d)
-  const double* k_head = p.k + head * p.seq_kv * p.head_dim;       // (N_kv, d)
-  const double* v_head = p.v + head * p.seq_kv * p.head_dim;       // (N_kv, d)
-  double* acc = p.o + (head * p.seq_q + i) * p.head_dim;           // (d)
+  const int d = p.head_dim;
+  const double* q_i = p.q + (head * p.seq_q + i) * d;     // (d)
+  const double* k = p.k + head * p.seq_kv * d;            // (N_kv, d)
+  const double* v = p.v + head * p.seq_kv * d;            // (N_kv, d)
+  double* acc = p.o + (head * p.seq_q + i) * d;           // (d) unnormalized O, then O
+  const double neg_inf = -INFINITY;
+  // log2(e) folded into the scale once, in the stats format (flash2_scale_log2).
   const double scale = p.scale_scores ? p.scale : 1.0;
-  // log2(e) folded into the scale once, in the stats format, as FA-2 does in its registers.
-  const double scale_log2 = pol.round(Stage::stats, scale * 1.4426950408889634);
+  const double scale_log2 = pol.round(Stage::stats, scale * 1.4426950408889634074);
 
-  for (int t = 0; t < p.head_dim; ++t) acc[t] = 0.0;
-  double m = -INFINITY, l = 0.0;
-  const int kv_end = visible_kv_end(p, i);
-  for (int j0 = 0; j0 < kv_end; j0 += p.block_c) {
+  for (int t = 0; t < d; ++t) acc[t] = 0.0;
+  double m = neg_inf, l = 0.0;
+  const int last_vis = q_block_kv_end(p, i);
+  const int n_vis = visible_count(p, i);
+  for (int j0 = 0; j0 < last_vis; j0 += p.block_c) {
     const int j1 = min(p.seq_kv, j0 + p.block_c);
-    double m_new = m;
-    for (int j = j0; j < j1; ++j) {
-      if (!visible(p, i, j)) continue;
-      const double s = pol.round(Stage::score, dot_in(p, q_row, k_head + std::size_t(j) * p.head_dim));
-      m_new = fmax(m_new, s);
-    }
-    // Nothing visible yet for this row: skipping avoids exp2(-inf - -inf) = NaN.
-    if (m_new == -INFINITY) continue;
-    const double max_scaled = mul_in(pol.stats, m_new, scale_log2);
+    const int j_end = min(j1, n_vis);
+    if (j_end <= j0) continue;  // the row sees no key of this block: untouched by it
+    auto score = [&](int j) {
+      return pol.round(Stage::score, dot_in(p, q_i, k + static_cast<std::size_t>(j) * d));
+    };
+    double row_max = neg_inf;
+    for (int j = j0; j < j_end; ++j) row_max = max_like_std(row_max, score(j));
+    const double m_new = max_like_std(m, row_max);
+    if (m_new == neg_inf) continue;  // every score so far is -inf: -inf - -inf would be NaN
+    const double max_scaled = mul_in(st, m_new, scale_log2);
     const double alpha =
-        m == -INFINITY ? 0.0
-                       : exp2_in(pol.stats, mul_in(pol.stats, sub_in(pol.stats, m, m_new), scale_log2));
-    l = mul_in(pol.stats, l, alpha);
-    for (int t = 0; t < p.head_dim; ++t) acc[t] = mul_in(pol.out_accum, acc[t], alpha);
-    for (int j = j0; j < j1; ++j) {
-      if (!visible(p, i, j)) continue;
-      const double* k_row = k_head + std::size_t(j) * p.head_dim;
-      const double s = pol.round(Stage::score, dot_in(p, q_row, k_row));
-      // FA-2 evaluates s*scale_log2 - max_scaled as one FFMA; the policy may ask for two roundings.
-      const double x = pol.fma ? fma_in(pol.stats, s, scale_log2, -max_scaled)
-                               : sub_in(pol.stats, mul_in(pol.stats, s, scale_log2), max_scaled);
-      const double p_ij = exp2_in(pol.stats, x);
-      l = add_in(pol.stats, l, p_ij);  // the fp32 p, before the cast (FA-2's row sum)
+        m == neg_inf ? 0.0 : exp2_in(st, mul_in(st, sub_in(st, m, m_new), scale_log2));
+    l = mul_in(st, l, alpha);
+    for (int t = 0; t < d; ++t) acc[t] = mul_in(oa, acc[t], alpha);
+    // Each l and acc[t] sees the same operations in the same order as in the emulator (which
+    // finishes l before starting acc; they are independent, so interleaving changes no bit).
+    for (int j = j0; j < j_end; ++j) {
+      const double x = score(j);  // recomputed: the same bits as the first time
+      const double arg = fused ? fma_in(st, x, scale_log2, -max_scaled)
+                               : sub_in(st, mul_in(st, x, scale_log2), max_scaled);
+      const double p_ij = exp2_in(st, arg);
+      l = add_in(st, l, p_ij);  // the stats-format p, before the cast (FA-2's row sum)
       const double prob = pol.round(Stage::prob, p_ij);
-      const double* v_row = v_head + std::size_t(j) * p.head_dim;
-      for (int t = 0; t < p.head_dim; ++t)
-        acc[t] = mac_in(pol.out_accum, pol.fma, acc[t], prob, v_row[t]);
+      const double* v_j = v + static_cast<std::size_t>(j) * d;
+      for (int t = 0; t < d; ++t) acc[t] = mac_in(oa, fused, acc[t], prob, v_j[t]);
     }
     m = m_new;
   }
 
   double* lse = p.lse + head * p.seq_q + i;
-  if (l == 0.0) {  // fully masked row: defined as 0, never 0/0
-    for (int t = 0; t < p.head_dim; ++t) acc[t] = 0.0;
-    *lse = -INFINITY;
+  if (l == 0.0) {  // no visible key at all: defined as 0, never 0/0
+    for (int t = 0; t < d; ++t) acc[t] = 0.0;
+    *lse = neg_inf;
     return;
   }
-  const double inv_l = div_in(pol.stats, 1.0, l);
-  for (int t = 0; t < p.head_dim; ++t)
-    acc[t] = pol.round(Stage::output, mul_in(pol.out_accum, acc[t], inv_l));
+  const double inv_l = div_in(st, 1.0, l);
+  for (int t = 0; t < d; ++t) acc[t] = pol.round(Stage::output, mul_in(oa, acc[t], inv_l));
   *lse = m * scale + log(l);
 }
 
 // ---- flash1 (FA-1 Algorithm 1): O, l, m round-trip through "HBM" after every K/V block. ----
+// lib/attention/flash1.cpp, flash1_generic, for one row; see its header for the formulas.
 __device__ inline void flash1_row(const Params& p, int b, int h, int i) {
   using namespace numerics;
   const PrecisionPolicy& pol = p.policy;
+  const Format st = pol.stats, oa = pol.out_accum, sa = pol.score_accum;
+  const bool fused = pol.fma;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
-  const double* q_row = p.q + (head * p.seq_q + i) * p.head_dim;   // (d)
-  const double* k_head = p.k + head * p.seq_kv * p.head_dim;       // (N_kv, d)
-  const double* v_head = p.v + head * p.seq_kv * p.head_dim;       // (N_kv, d)
-  double* o = p.o + (head * p.seq_q + i) * p.head_dim;             // (d), output format
-  double* pv = p.scratch + (head * p.seq_q + i) * p.head_dim;      // (d), out_accum format
+  const int d = p.head_dim;
+  const double* q_i = p.q + (head * p.seq_q + i) * d;     // (d)
+  const double* k = p.k + head * p.seq_kv * d;            // (N_kv, d)
+  const double* v = p.v + head * p.seq_kv * d;            // (N_kv, d)
+  double* o_i = p.o + (head * p.seq_q + i) * d;           // (d), output format between blocks
+  double* pv = p.scratch + (head * p.seq_q + i) * d;      // (d), out_accum format
+  const double neg_inf = -INFINITY;
+  // The scale as the score arithmetic holds it: rounded to score_accum (Problem::score_scale).
+  const double scale = round_to(sa, p.scale);
 
-  for (int t = 0; t < p.head_dim; ++t) o[t] = 0.0;
-  double m_i = -INFINITY, l_i = 0.0;
-  const int kv_end = visible_kv_end(p, i);
-  for (int j0 = 0; j0 < kv_end; j0 += p.block_c) {
+  for (int t = 0; t < d; ++t) o_i[t] = 0.0;
+  double m = neg_inf, l = 0.0;  // stats format
+  const int last_vis = q_block_kv_end(p, i);
+  const int n_vis = visible_count(p, i);
+  for (int j0 = 0; j0 < last_vis; j0 += p.block_c) {
     const int j1 = min(p.seq_kv, j0 + p.block_c);
+    const int j_end = min(j1, n_vis);
+    if (j_end <= j0) continue;
     auto score = [&](int j) {
-      const double d = dot_in(p, q_row, k_head + std::size_t(j) * p.head_dim);
-      return pol.round(Stage::score, p.scale_scores ? mul_in(pol.score_accum, d, p.scale) : d);
+      const double dot = dot_in(p, q_i, k + static_cast<std::size_t>(j) * d);
+      return pol.round(Stage::score, p.scale_scores ? mul_in(sa, dot, scale) : dot);
     };
-    double mt = -INFINITY;
-    for (int j = j0; j < j1; ++j)
-      if (visible(p, i, j)) mt = fmax(mt, score(j));
-    // The block holds nothing this row may see: O, l, m stay as they are (no exp(-inf - -inf)).
-    if (mt == -INFINITY) continue;
-    const double m_new = fmax(m_i, mt);
-    const double e_old = m_i == -INFINITY ? 0.0 : exp_in(pol.stats, sub_in(pol.stats, m_i, m_new));
-    const double e_new = exp_in(pol.stats, sub_in(pol.stats, mt, m_new));
+    double mt = neg_inf;
+    for (int j = j0; j < j_end; ++j) mt = max_like_std(mt, score(j));
+    if (mt == neg_inf) continue;  // nothing visible is finite: -inf - -inf would be NaN
 
     double lt = 0.0;
-    for (int t = 0; t < p.head_dim; ++t) pv[t] = 0.0;
-    for (int j = j0; j < j1; ++j) {
-      if (!visible(p, i, j)) continue;
-      const double pt = exp_in(pol.stats, sub_in(pol.stats, score(j), mt));
-      lt = add_in(pol.stats, lt, pt);
+    for (int t = 0; t < d; ++t) pv[t] = 0.0;
+    for (int j = j0; j < j_end; ++j) {
+      const double pt = exp_in(st, sub_in(st, score(j), mt));
+      lt = add_in(st, lt, pt);
       const double prob = pol.round(Stage::prob, pt);
-      const double* v_row = v_head + std::size_t(j) * p.head_dim;
-      for (int t = 0; t < p.head_dim; ++t)
-        pv[t] = mac_in(pol.out_accum, pol.fma, pv[t], prob, v_row[t]);
+      const double* v_j = v + static_cast<std::size_t>(j) * d;
+      for (int t = 0; t < d; ++t) pv[t] = mac_in(oa, fused, pv[t], prob, v_j[t]);
     }
-    const double l_new =
-        add_in(pol.stats, mul_in(pol.stats, e_old, l_i), mul_in(pol.stats, e_new, lt));
-    // O_i was stored normalized: scale it back by l_i * e^(m_i - m_new) before adding the block.
-    const double old_weight = mul_in(pol.stats, l_i, e_old);
-    for (int t = 0; t < p.head_dim; ++t) {
-      const double num = add_in(pol.out_accum, mul_in(pol.out_accum, old_weight, o[t]),
-                                mul_in(pol.out_accum, e_new, pv[t]));
-      o[t] = pol.round(Stage::output, div_in(pol.out_accum, num, l_new));
+    const double m_new = max_like_std(m, mt);
+    const double f_old = m == neg_inf ? 0.0 : exp_in(st, sub_in(st, m, m_new));
+    const double f_new = exp_in(st, sub_in(st, mt, m_new));
+    const double l_new = add_in(st, mul_in(st, f_old, l), mul_in(st, f_new, lt));
+    // O_i was stored normalized: weight it back by l_i * e^(m_i - m_new) before adding the block.
+    const double c_old = mul_in(st, l, f_old);
+    for (int t = 0; t < d; ++t) {
+      const double num = add_in(oa, mul_in(oa, c_old, o_i[t]), mul_in(oa, f_new, pv[t]));
+      o_i[t] = pol.round(Stage::output, div_in(oa, num, l_new));
     }
-    m_i = pol.round(Stage::stats, m_new);
-    l_i = pol.round(Stage::stats, l_new);
+    m = pol.round(Stage::stats, m_new);
+    l = pol.round(Stage::stats, l_new);
   }
-  double* lse = p.lse + head * p.seq_q + i;
-  *lse = l_i == 0.0 ? -INFINITY : m_i + log(l_i);
+  p.lse[head * p.seq_q + i] = l == 0.0 ? neg_inf : m + log(l);
 }
 
 template <attention::Algorithm A>

@@ -227,7 +227,10 @@ __global__ void __launch_bounds__(Tag::kThreads)
       // A row that has seen only masked columns keeps max -inf; using 0 as the subtrahend makes
       // every p = exp2(-inf) = 0 instead of exp2(-inf - -inf) = NaN.
       const float max_scaled = mx == kNegInf ? 0.f : mx * p.scale_log2;
-      const float alpha = exp2f(fmaf(row_max[r], p.scale_log2, -max_scaled));
+      // (m_old - m_new) first, as FA-2 does: exactly 0 -> alpha exactly 1 when the max did not
+      // move (a fused m_old*c - m_new*c would leave the product's rounding error instead).
+      // m_old = -inf gives alpha = 0; a row still at -inf keeps alpha = 1 (its l and O are 0).
+      const float alpha = mx == kNegInf ? 1.f : exp2f((row_max[r] - mx) * p.scale_log2);
       row_max[r] = mx;
       float sum = 0.f;
       for (int nt = 0; nt < kNTiles; ++nt) {

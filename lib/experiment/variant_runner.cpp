@@ -2,6 +2,11 @@
 
 #include <chrono>
 #include <exception>
+#include <utility>
+
+#if ATTNDEV_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
 
 namespace attndev::experiment {
 
@@ -18,12 +23,28 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
       case Backend::cpu:
         outcome.output = attention::run(variant.algorithm, variant.policy, inputs, options);
         break;
-      case Backend::cuda:
-        // Seam for the CUDA backend: dispatch to lib/cuda here, returning "skipped: <why>" when
-        // the device or the (algorithm, policy) pair is unsupported, so such rows never count as
-        // compared.
+      case Backend::cuda: {
+#if ATTNDEV_HAVE_CUDA
+        // lib/cuda answers "skipped: <why>" for a missing device or an unsupported (algorithm,
+        // policy, shape, tile), so such rows never count as compared. GPU time from CUDA events.
+        cuda::TimingOptions timing;
+        timing.enabled = true;
+        timing.warmup = 1;
+        timing.repeats = 3;
+        cuda::CudaRunResult r =
+            cuda::run_cuda(cuda::kernel_for(variant.algorithm), variant.policy, inputs, options, timing);
+        if (r.status != cuda::RunStatus::ok) {
+          outcome.status = r.status_text();
+          return outcome;
+        }
+        outcome.output = std::move(r.output);
+        outcome.runtime_ms = r.runtime_ms;
+        return outcome;
+#else
         outcome.status = "skipped: CUDA backend not built";
         return outcome;
+#endif
+      }
     }
   } catch (const std::exception& e) {
     outcome.status = std::string("failed: ") + e.what();
