@@ -1,0 +1,315 @@
+// Micro-kernels of the fast paths, templated on the compute type T (float or double).
+//
+// They vectorize *without changing the order of any sum*, which is what keeps the fast paths
+// bit-identical to the generic path:
+//   * QK^T: K is packed transposed per column block, (d, BcP), and a vector lane holds one key j.
+//     Each lane accumulates its own dot product over t = 0, 1, ... d-1 in order, exactly the
+//     sequential mac of the generic path. Register block: kRows query rows x kCols vectors.
+//   * PV: a vector lane holds one output column t; acc[t] += P_ij * V_jt for j in increasing
+//     order, again the generic path's order per element. Register block: kRows rows x kCols vectors.
+// Padding lanes (j >= Bc, t >= d) hold zeros and are never read back as results.
+// Every multiply-add is either an explicit fused FMA (policy.fma) or a product rounded then a sum:
+// -ffp-contract=off guarantees the compiler does not fuse the latter.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "numerics/format.hpp"
+#include "numerics/round.hpp"
+
+namespace attndev::attention::detail {
+
+template <class T>
+struct Simd;
+
+#if defined(__AVX512F__)
+template <>
+struct Simd<float> {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+};
+template <>
+struct Simd<double> {
+  using V = __m512d;
+  static constexpr int kWidth = 8;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V zero() { return _mm512_setzero_pd(); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+template <>
+struct Simd<float> {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+};
+template <>
+struct Simd<double> {
+  using V = __m256d;
+  static constexpr int kWidth = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(double x) { return _mm256_set1_pd(x); }
+  static V zero() { return _mm256_setzero_pd(); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+};
+#else
+// Portable fallback: one lane, std::fma (correctly rounded, as the generic path's fma_in).
+template <class T>
+struct Simd {
+  using V = T;
+  static constexpr int kWidth = 1;
+  static V load(const T* p) { return *p; }
+  static void store(T* p, V v) { *p = v; }
+  static V set1(T x) { return x; }
+  static V zero() { return T(0); }
+  static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V mul(V a, V b) { return a * b; }
+  static V add(V a, V b) { return a + b; }
+};
+#endif
+
+inline int round_up(int n, int multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// acc + a*b as the policy accumulates: one rounding (fused) or two.
+template <class T, bool kFused>
+inline typename Simd<T>::V mac(typename Simd<T>::V acc, typename Simd<T>::V a,
+                               typename Simd<T>::V b) {
+  if constexpr (kFused) {
+    return Simd<T>::fma(a, b, acc);
+  } else {
+    return Simd<T>::add(acc, Simd<T>::mul(a, b));
+  }
+}
+
+template <class T, bool kFused>
+inline T mac_scalar(T acc, T a, T b) {
+  if constexpr (kFused) {
+    return std::fma(a, b, acc);
+  } else {
+    return acc + a * b;
+  }
+}
+
+// Rounds n values in place to a storage format. For T = float the format is one of fp32, tf32,
+// bf16, fp16 (the fast-path rule in attention.cpp); for T = double only fp64 reaches here.
+template <class T>
+void round_in_place(numerics::Format f, T* x, int n) {
+  if constexpr (std::is_same_v<T, float>) {
+    switch (f) {
+      case numerics::Format::bf16:
+        for (int i = 0; i < n; ++i) x[i] = numerics::round_to_bf16(x[i]);
+        return;
+      case numerics::Format::fp16:
+        for (int i = 0; i < n; ++i) x[i] = numerics::round_to_fp16(x[i]);
+        return;
+      case numerics::Format::tf32:
+        for (int i = 0; i < n; ++i) x[i] = numerics::round_to_tf32(x[i]);
+        return;
+      default:
+        return;  // fp32
+    }
+  } else {
+    (void)f;
+    (void)x;
+    (void)n;
+  }
+}
+
+// Packs the (n, d) rows of K, in blocks of `block` rows, as (d, padded) column-major tiles:
+// out[(blk * d + t) * padded + jj] = k[(blk * block + jj) * d + t]; padding lanes are 0.
+template <class T>
+void pack_kt(const double* k, int n, int d, int block, int padded, T* out) {
+  const int blocks = (n + block - 1) / block;
+  for (int blk = 0; blk < blocks; ++blk) {
+    T* tile = out + static_cast<std::size_t>(blk) * d * padded;
+    for (int t = 0; t < d; ++t)
+      for (int jj = 0; jj < padded; ++jj) {
+        const int j = blk * block + jj;
+        tile[static_cast<std::size_t>(t) * padded + jj] =
+            (jj < block && j < n) ? static_cast<T>(k[static_cast<std::size_t>(j) * d + t]) : T(0);
+      }
+  }
+}
+
+// Rows of an (n, d) tensor as (n, ld) with zero padding to ld columns.
+template <class T>
+void pack_rows(const double* x, int n, int d, int ld, T* out) {
+  for (int i = 0; i < n; ++i)
+    for (int t = 0; t < ld; ++t)
+      out[static_cast<std::size_t>(i) * ld + t] =
+          t < d ? static_cast<T>(x[static_cast<std::size_t>(i) * d + t]) : T(0);
+}
+
+// S(rows, padded) = Q(rows, d; ld_q) . Kt(d, padded): one sequential dot product per (i, j).
+template <class T, bool kFused, int kRows, int kCols>
+inline void qk_tile(const T* q, int ld_q, const T* kt, int d, int padded, T* s, int ld_s) {
+  using S = Simd<T>;
+  constexpr int W = S::kWidth;
+  typename S::V acc[kRows][kCols];
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) acc[r][c] = S::zero();
+  for (int t = 0; t < d; ++t) {
+    typename S::V kv[kCols];
+    for (int c = 0; c < kCols; ++c) kv[c] = S::load(kt + static_cast<std::size_t>(t) * padded + c * W);
+    for (int r = 0; r < kRows; ++r) {
+      const typename S::V qv = S::set1(q[static_cast<std::size_t>(r) * ld_q + t]);
+      for (int c = 0; c < kCols; ++c) acc[r][c] = mac<T, kFused>(acc[r][c], qv, kv[c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) S::store(s + static_cast<std::size_t>(r) * ld_s + c * W, acc[r][c]);
+}
+
+// S(rows, padded; ld_s) = Q(rows, d) . Kt(d, padded).
+template <class T, bool kFused>
+void qk_block(const T* q, int rows, int d, const T* kt, int padded, T* s, int ld_s) {
+  constexpr int W = Simd<T>::kWidth;
+  constexpr int kRows = 4;
+  int r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    const T* qr = q + static_cast<std::size_t>(r) * d;
+    T* sr = s + static_cast<std::size_t>(r) * ld_s;
+    int c = 0;
+    for (; c + 2 * W <= padded; c += 2 * W) qk_tile<T, kFused, kRows, 2>(qr, d, kt + c, d, padded, sr + c, ld_s);
+    for (; c < padded; c += W) qk_tile<T, kFused, kRows, 1>(qr, d, kt + c, d, padded, sr + c, ld_s);
+  }
+  for (; r < rows; ++r) {
+    const T* qr = q + static_cast<std::size_t>(r) * d;
+    T* sr = s + static_cast<std::size_t>(r) * ld_s;
+    int c = 0;
+    for (; c + 2 * W <= padded; c += 2 * W) qk_tile<T, kFused, 1, 2>(qr, d, kt + c, d, padded, sr + c, ld_s);
+    for (; c < padded; c += W) qk_tile<T, kFused, 1, 1>(qr, d, kt + c, d, padded, sr + c, ld_s);
+  }
+}
+
+// acc(kRows, ld) += P(kRows, j in [0, n); ld_p) . V(n, ld), over one column chunk of kCols vectors.
+template <class T, bool kFused, int kRows, int kCols>
+inline void pv_tile(const T* p, int ld_p, int n, const T* v, int ld, T* acc, int c0) {
+  using S = Simd<T>;
+  constexpr int W = S::kWidth;
+  typename S::V a[kRows][kCols];
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) a[r][c] = S::load(acc + static_cast<std::size_t>(r) * ld + c0 + c * W);
+  for (int j = 0; j < n; ++j) {
+    typename S::V vv[kCols];
+    for (int c = 0; c < kCols; ++c) vv[c] = S::load(v + static_cast<std::size_t>(j) * ld + c0 + c * W);
+    for (int r = 0; r < kRows; ++r) {
+      const typename S::V pv = S::set1(p[static_cast<std::size_t>(r) * ld_p + j]);
+      for (int c = 0; c < kCols; ++c) a[r][c] = mac<T, kFused>(a[r][c], pv, vv[c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) S::store(acc + static_cast<std::size_t>(r) * ld + c0 + c * W, a[r][c]);
+}
+
+template <class T, bool kFused, int kRows>
+void pv_rows(const T* p, int ld_p, int n, const T* v, int ld, T* acc) {
+  constexpr int W = Simd<T>::kWidth;
+  int c = 0;
+  for (; c + 4 * W <= ld; c += 4 * W) pv_tile<T, kFused, kRows, 4>(p, ld_p, n, v, ld, acc, c);
+  for (; c < ld; c += W) pv_tile<T, kFused, kRows, 1>(p, ld_p, n, v, ld, acc, c);
+}
+
+// acc(rows, ld) += P . V where row r uses keys j in [0, count[r]) only (the rest of its row of P
+// is masked or inactive). Rows are taken four at a time over their common prefix of keys; each
+// row's remaining keys follow, continuing in increasing j, so every element's order is j = 0, 1, ...
+template <class T, bool kFused>
+void pv_block(const T* p, int ld_p, const int* count, int rows, const T* v, int ld, T* acc) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const int common = std::min(std::min(count[r], count[r + 1]), std::min(count[r + 2], count[r + 3]));
+    const T* pr = p + static_cast<std::size_t>(r) * ld_p;
+    T* ar = acc + static_cast<std::size_t>(r) * ld;
+    if (common > 0) pv_rows<T, kFused, 4>(pr, ld_p, common, v, ld, ar);
+    for (int rr = 0; rr < 4; ++rr) {
+      const int extra = count[r + rr] - common;
+      if (extra > 0)
+        pv_rows<T, kFused, 1>(pr + static_cast<std::size_t>(rr) * ld_p + common, ld_p, extra,
+                              v + static_cast<std::size_t>(common) * ld, ld,
+                              ar + static_cast<std::size_t>(rr) * ld);
+    }
+  }
+  for (; r < rows; ++r)
+    if (count[r] > 0)
+      pv_rows<T, kFused, 1>(p + static_cast<std::size_t>(r) * ld_p, ld_p, count[r], v, ld,
+                            acc + static_cast<std::size_t>(r) * ld);
+}
+
+}  // namespace attndev::attention::detail
+
+#include "attention/detail.hpp"
+
+namespace attndev::attention::detail {
+
+// Q, K^T (packed per column block) and V of every (batch, head) in the compute type, converted
+// once per run (exact: the fast paths run only when the input format fits in T).
+template <class T>
+struct Packed {
+  int d = 0, ld_v = 0, block = 0, padded = 0, blocks = 0;
+  int seq_q = 0, seq_kv = 0;
+  std::vector<T> q;   // (B*H, N_q, d)
+  std::vector<T> kt;  // (B*H, blocks, d, padded)
+  std::vector<T> v;   // (B*H, N_kv, ld_v)
+
+  const T* q_head(int bh) const { return q.data() + static_cast<std::size_t>(bh) * seq_q * d; }
+  const T* kt_tile(int bh, int blk) const {
+    return kt.data() + (static_cast<std::size_t>(bh) * blocks + blk) * d * padded;
+  }
+  const T* v_head(int bh) const { return v.data() + static_cast<std::size_t>(bh) * seq_kv * ld_v; }
+};
+
+template <class T>
+Packed<T> pack_inputs(const Problem& p, int block) {
+  constexpr int W = Simd<T>::kWidth;
+  Packed<T> pk;
+  pk.d = p.shape.head_dim;
+  pk.ld_v = round_up(pk.d, W);
+  pk.block = block;
+  pk.padded = round_up(block, W);
+  pk.seq_q = p.shape.seq_q;
+  pk.seq_kv = p.shape.seq_kv;
+  pk.blocks = (pk.seq_kv + block - 1) / block;
+  const std::size_t heads = static_cast<std::size_t>(p.shape.batch) * p.shape.heads;
+  pk.q.resize(heads * pk.seq_q * pk.d);
+  pk.kt.resize(heads * pk.blocks * pk.d * pk.padded);
+  pk.v.resize(heads * pk.seq_kv * pk.ld_v);
+  parallel_for(heads, p.threads, /*schedule_seed=*/0, [&](std::size_t bh) {
+    const int b = static_cast<int>(bh / p.shape.heads), h = static_cast<int>(bh % p.shape.heads);
+    pack_rows<T>(p.q.head_ptr(b, h), pk.seq_q, pk.d, pk.d,
+                 pk.q.data() + bh * pk.seq_q * pk.d);
+    pack_kt<T>(p.k.head_ptr(b, h), pk.seq_kv, pk.d, block, pk.padded,
+               pk.kt.data() + bh * pk.blocks * pk.d * pk.padded);
+    pack_rows<T>(p.v.head_ptr(b, h), pk.seq_kv, pk.d, pk.ld_v,
+                 pk.v.data() + bh * pk.seq_kv * pk.ld_v);
+  });
+  return pk;
+}
+
+}  // namespace attndev::attention::detail
