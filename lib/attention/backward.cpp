@@ -82,7 +82,7 @@ HeadIn load_head(const PrecisionPolicy& pol, const Inputs& in, const Output& fwd
   r.o.assign(fwd.o.head_ptr(b, h), fwd.o.head_ptr(b, h) + nq);
   for (double& x : r.q) x = pol.round(Stage::input, x);
   if (options.scale_placement == ScalePlacement::query)
-    for (double& x : r.q) x = pol.round(Stage::input, numerics::mul_in(pol.input, x, scale));
+    for (double& x : r.q) x = pol.round(Stage::input, x * scale);  // as the forward folds it
   for (double& x : r.k) x = pol.round(Stage::input, x);
   for (double& x : r.v) x = pol.round(Stage::input, x);
   for (double& x : r.d_out) x = pol.round(Stage::input, x);
@@ -115,13 +115,22 @@ void store(const PrecisionPolicy& pol, const std::vector<double>& acc, double sc
   }
 }
 
-// Scaled score S_ij as the forward forms it: dot in score_accum, scale applied into `score`.
-double score_at(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int d,
-                double score_scale) {
-  const double acc = dot_in(pol, pol.score_accum, &x.q[std::size_t(i) * d], &x.k[std::size_t(j) * d], d);
-  const double s = score_scale == 1.0 ? acc : numerics::mul_in(pol.score, acc, score_scale);
-  return pol.round(Stage::score, s);
+// Score S_ij as the forward forms it (lib/attention/baseline.cpp, flash2.cpp): the dot product
+// accumulated in score_accum; baseline multiplies by the scale (rounded to score_accum) in
+// score_accum before storing S, flash2 keeps the raw score and folds the scale into exp2.
+double raw_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int d) {
+  return pol.round(Stage::score, dot_in(pol, pol.score_accum, &x.q[std::size_t(i) * d],
+                                        &x.k[std::size_t(j) * d], d));
 }
+double scaled_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int d,
+                    double score_scale) {
+  const double acc = dot_in(pol, pol.score_accum, &x.q[std::size_t(i) * d], &x.k[std::size_t(j) * d], d);
+  if (score_scale == 1.0) return pol.round(Stage::score, acc);
+  return pol.round(Stage::score, numerics::mul_in(pol.score_accum, acc,
+                                                  numerics::round_to(pol.score_accum, score_scale)));
+}
+
+constexpr double kLog2e = 1.4426950408889634;
 
 HeadGrad baseline_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s, bool causal,
                        double score_scale, double grad_scale) {
@@ -133,7 +142,7 @@ HeadGrad baseline_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape&
     double m = kNegInf;
     for (int j = 0; j < nk; ++j) {
       if (causal && !causal_visible(i, j, nq, nk)) continue;
-      row[j] = score_at(pol, x, i, j, d, score_scale);
+      row[j] = scaled_score(pol, x, i, j, d, score_scale);
       m = std::max(m, row[j]);
     }
     if (m == kNegInf) {  // fully masked row: P = 0, no gradient flows (forward output is 0)
@@ -206,6 +215,14 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
   std::vector<double> dq_acc(std::size_t(nq) * d, 0.0);  // (N_q, d), across all K/V blocks
   std::vector<double> dk_acc(std::size_t(nk) * d, 0.0), dv_acc(std::size_t(nk) * d, 0.0);
   std::vector<double> p(std::size_t(br) * bc), ds(std::size_t(br) * bc);  // one (Br, Bc) tile
+  // FA-2 recomputes P = exp2(S * scale*log2(e) - lse*log2(e)) with the lse stored in float and
+  // one fma, the same exp2 form as its forward (so P matches the forward's up to the final
+  // division by l, which lse absorbs).
+  const double scale_log2 = pol.round(Stage::stats, score_scale * kLog2e);
+  std::vector<double> lse_log2(nq);
+  for (int i = 0; i < nq; ++i)
+    lse_log2[i] = x.lse[i] == kNegInf ? kNegInf
+                                       : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), kLog2e);
   for (int j0 = 0; j0 < nk; j0 += bc) {
     const int j1 = std::min(nk, j0 + bc);
     for (int i0 = 0; i0 < nq; i0 += br) {
@@ -213,13 +230,16 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
       // A tile entirely above the causal diagonal contributes nothing (the kernel skips it).
       if (causal && !causal_visible(i1 - 1, j0, nq, nk)) continue;
       for (int i = i0; i < i1; ++i) {
-        const double lse = x.lse[i];
+        const double lse2 = lse_log2[i];
         for (int j = j0; j < j1; ++j) {
           double pij = 0.0;
           // lse = -inf marks a fully masked row: its P is 0 (never exp(-inf - -inf) = NaN).
-          if (lse != kNegInf && (!causal || causal_visible(i, j, nq, nk))) {
-            const double sij = score_at(pol, x, i, j, d, score_scale);
-            pij = numerics::exp_in(pol.stats, numerics::sub_in(pol.stats, sij, lse));
+          if (lse2 != kNegInf && (!causal || causal_visible(i, j, nq, nk))) {
+            const double sij = raw_score(pol, x, i, j, d);
+            const double arg =
+                pol.fma ? numerics::fma_in(pol.stats, sij, scale_log2, -lse2)
+                        : numerics::sub_in(pol.stats, numerics::mul_in(pol.stats, sij, scale_log2), lse2);
+            pij = numerics::exp2_in(pol.stats, arg);
           }
           p[std::size_t(i - i0) * bc + (j - j0)] = pij;
         }

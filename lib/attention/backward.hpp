@@ -20,10 +20,12 @@
 //   input        Q, K, V (as the forward saw them) and dO, as stored in memory; O as stored by the
 //                forward is already in `output`
 //   score_accum  accumulator of Q K^T (recomputed S) and of dO V^T (dP)
-//   score        S after scaling, and dP as stored (baseline) / held in registers (flash2)
+//   score        S as the forward holds it (baseline: scaled in score_accum, then stored;
+//                flash2: the raw dot product), and dP as stored (baseline) / in registers (flash2)
 //   stats        D = rowsum(dO * O) (flash2) or rowsum(P * dP) (baseline), its accumulation, the
-//                subtraction dP - D and the product P * (dP - D); the recomputation
-//                exp(S - lse) and the softmax of the baseline recipe
+//                subtraction dP - D and the product P * (dP - D); flash2's recomputation
+//                P = exp2(fma(S, scale*log2e, -lse*log2e)) with lse and scale*log2e held in
+//                stats (FA-2 stores lse in fp32); the softmax of the baseline recipe
 //   prob         P as fed to the dV matmul, and dS as fed to the dQ and dK matmuls (FA-2 casts
 //                both to the input element type before the tensor-core GEMMs)
 //   out_accum    accumulators of dV, dK and dQ, and the final multiplication of dQ, dK by scale

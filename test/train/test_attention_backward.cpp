@@ -122,6 +122,12 @@ TEST_CASE("fp64 flash2 backward equals baseline backward", "[backward]") {
     CHECK(max_abs_diff(gb.dq, gf.dq) <= 1e-12 * max_abs(gb.dq));
     CHECK(max_abs_diff(gb.dk, gf.dk) <= 1e-12 * max_abs(gb.dk));
     CHECK(max_abs_diff(gb.dv, gf.dv) <= 1e-12 * max_abs(gb.dv));
+    // The same with O and lse from the emulator's own fp64 flash2 forward.
+    const at::Output run_fwd = at::run(at::Algorithm::flash2, nm::kGoldenPolicy, in, opt);
+    const at::Gradients gr = at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, run_fwd, d_out, opt);
+    CHECK(max_abs_diff(gb.dq, gr.dq) <= 1e-12 * max_abs(gb.dq));
+    CHECK(max_abs_diff(gb.dk, gr.dk) <= 1e-12 * max_abs(gb.dk));
+    CHECK(max_abs_diff(gb.dv, gr.dv) <= 1e-12 * max_abs(gb.dv));
   }
 }
 
