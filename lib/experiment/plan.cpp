@@ -1,6 +1,7 @@
 #include "experiment/plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -103,7 +104,21 @@ std::string Point::describe() const {
   return out + " seed=" + std::to_string(seed);
 }
 
+double plan_size_bound(const Config& config) {
+  double n = static_cast<double>(config.seeds.size());
+  for (const Dimension& d : dimensions(config)) n *= static_cast<double>(d.size);
+  return n;
+}
+
 Plan make_plan(const Config& config) {
+  const double bound = plan_size_bound(config);
+  if (bound > kMaxPlanPoints) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", bound);
+    throw ConfigError("axes", std::string("the axes and trials multiply to ") + count +
+                                  " points, more than " + std::to_string(static_cast<long long>(kMaxPlanPoints)) +
+                                  "; use zip groups or split the experiment into several configs");
+  }
   Plan plan;
   for (const AxisValues& a : config.axes)
     if (a.values.size() > 1) plan.varying_axes.push_back(a.name);

@@ -44,7 +44,15 @@ struct Plan {
   std::vector<std::string> varying_axes;  // axes with more than one value, in canonical order
 };
 
-// Throws ConfigError("constraints", ...) when the constraints exclude every point.
+// Points a plan may hold before expansion is refused as a mistake (a sweep this size would take
+// years on the emulator, and expanding it would exhaust memory first).
+inline constexpr double kMaxPlanPoints = 1e7;
+
+// Axis combinations x trials before constraints, in double (it can exceed any integer type).
+double plan_size_bound(const Config& config);
+
+// Throws ConfigError("constraints", ...) when the constraints exclude every point, and
+// ConfigError("axes", ...) when plan_size_bound exceeds kMaxPlanPoints.
 Plan make_plan(const Config& config);
 
 // Which of `count` shards a point belongs to: its id modulo count, so membership is a property of

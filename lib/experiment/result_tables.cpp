@@ -127,9 +127,15 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
       config.seeds.size() > 1 ? " (mean over " + std::to_string(config.seeds.size()) + " trials)" : "";
   for (const std::string& metric : config.metrics) {
     md += "## " + metric + trials_note + "\n\n";
+    // Ratio tables list only variants that have a reference other than themselves.
+    const bool ratio = metric.rfind("ratio_", 0) == 0;
+    std::vector<bool> shown(config.variants.size(), true);
+    for (std::size_t v = 0; v < config.variants.size(); ++v)
+      if (ratio) shown[v] = config.ratio_reference(v) >= 0 && static_cast<std::size_t>(config.ratio_reference(v)) != v;
     std::vector<std::string> header = plan.varying_axes;
     if (header.empty()) header.push_back("point");
-    for (const Variant& v : config.variants) header.push_back(v.name);
+    for (std::size_t v = 0; v < config.variants.size(); ++v)
+      if (shown[v]) header.push_back(ratio ? config.variants[v].name + " / " + config.variants[static_cast<std::size_t>(config.ratio_reference(v))].name : config.variants[v].name);
     std::vector<std::vector<std::string>> table;
     for (std::size_t k = 0; k < keys.size(); ++k) {
       std::vector<std::string> line = key_axes[keys[k]];
@@ -147,7 +153,8 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
           ++cells[v].n;
         }
       }
-      for (const Cell& c : cells) line.push_back(metric_cell(c, metric == "runtime_ms"));
+      for (std::size_t v = 0; v < cells.size(); ++v)
+        if (shown[v]) line.push_back(metric_cell(cells[v], metric == "runtime_ms"));
       table.push_back(std::move(line));
     }
     md += io::markdown_table(header, table) + "\n";

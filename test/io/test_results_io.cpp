@@ -61,7 +61,8 @@ TEST_CASE("numbers survive text: shortest round trip, non-finite as strings", "[
     REQUIRE(json_to_double(Json::parse(number_json(x).dump()), back));
     CHECK(back == x);
   }
-  for (double x : {std::numeric_limits<double>::quiet_NaN(), INFINITY, -INFINITY}) {
+  for (double x : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()}) {
     const Json j = number_json(x);
     REQUIRE(j.is_string());
     CHECK(j.dump() != "null");
