@@ -138,7 +138,7 @@ std::string render_sweep(const SlurmOptions& o) {
   s += "exec srun --ntasks=1 --cpus-per-task=" + cpus;
   if (o.gpus_per_task > 0) s += " --gpus-per-task=" + gpus;
   s += " \\\n  " + shell_quote(o.attndev_path) + " run " + shell_quote(o.config_path) + " -o " +
-       shell_quote(out_dir) + " --shard \"$task/$shards\"\n";
+       shell_quote(out_dir) + " --shard \"auto/$shards\"\n";
   return s;
 }
 
@@ -173,9 +173,9 @@ std::string render_submit(const SlurmOptions& o) {
   // --parsable prints "id" or, on a federation, "id;cluster".
   s += "sweep=$(sbatch --parsable \"${array[@]}\" \"$here/sweep.sbatch\")\n";
   s += "sweep=${sweep%%;*}\n";
+  s += "echo \"sweep_job=$sweep\"\n";
   s += "merge=$(sbatch --parsable --dependency=afterany:\"$sweep\" \"$here/merge.sbatch\")\n";
   s += "merge=${merge%%;*}\n";
-  s += "echo \"sweep_job=$sweep\"\n";
   s += "echo \"merge_job=$merge\"\n";
   return s;
 }

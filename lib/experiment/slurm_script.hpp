@@ -3,10 +3,10 @@
 // Pure text generation: no file system, no environment, so every line can be unit-tested.
 // `attndev slurm` (apps/attndev/cmd_slurm.cpp) writes the text to OUT/slurm/ and may submit it.
 //
-// Why the shard count is written into the script instead of using `--shard auto`:
+// Why the shard count is written into the script (`--shard auto/N`, not plain `auto`):
 // SLURM_ARRAY_TASK_COUNT is the size of the array *as submitted*; resubmitting only the missing
 // tasks (`sbatch --array=2,5`) gives count=2, which would re-partition the points and run the wrong
-// ones. SLURM_ARRAY_TASK_ID, by contrast, is stable, so each task runs `--shard $ID/N` with N fixed.
+// ones. SLURM_ARRAY_TASK_ID, by contrast, is stable, so the runner takes only the task id from SLURM.
 #pragma once
 
 #include <optional>

@@ -228,7 +228,7 @@ TEST_CASE("generated scripts are valid bash", "[slurm]") {
   }
 }
 
-TEST_CASE("sweep script runs shard TASK/N through srun with the exact runner arguments",
+TEST_CASE("sweep script runs shard auto/N through srun with the exact runner arguments",
           "[slurm]") {
   Sandbox box;
   SlurmOptions o = base_options();
@@ -248,7 +248,7 @@ TEST_CASE("sweep script runs shard TASK/N through srun with the exact runner arg
   CHECK(ok.status == 75);  // the runner's exit code comes back through exec srun
   const std::vector<std::string> expected = {
       "--ntasks=1", "--cpus-per-task=3", "--gpus-per-task=2", "/opt/attn dev/bin/attndev", "run",
-      "/home/u/it's/sweep.json", "-o", "/scratch/u/sweep1", "--shard", "2/4", "---"};
+      "/home/u/it's/sweep.json", "-o", "/scratch/u/sweep1", "--shard", "auto/4", "---"};
   CHECK(lines_of(read_all(log)) == expected);
   CHECK(ok.output.find("OMP=3\n") != std::string::npos);
 

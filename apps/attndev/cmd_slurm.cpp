@@ -1,0 +1,226 @@
+// `attndev slurm CONFIG --shards N -o DIR [--partition P] [--time T] [--cpus-per-task C]
+//                [--gpus-per-task G] [--job-name NAME] [--submit]`
+//
+// Writes DIR/slurm/{config.json, sweep.sbatch, merge.sbatch, submit.sh} (docs/slurm.md): a job
+// array with one task per shard and a merge job that runs after all of them. With --submit it
+// runs submit.sh and prints the job ids. Everything that can be checked here is checked before
+// anything is written, so a refused command leaves no half-made folder behind.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/plan.hpp"
+#include "experiment/results_store.hpp"
+#include "experiment/slurm_script.hpp"
+#include "experiment_cli.hpp"
+#include "io/atomic_file.hpp"
+
+namespace attndev::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::string dirs = path;
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Runs argv with stdout captured (stderr passes through, so sbatch's own messages reach the
+// user); returns the exit status, or -1 when the program could not be started.
+int run_capture(const std::vector<std::string>& argv, std::string& out) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Shard counts of the result files already in `dir`: continuing a sweep with another N would
+// assign points to shards differently, and `merge` could no longer say which task to rerun.
+std::set<std::size_t> existing_shard_counts(const fs::path& dir) {
+  std::set<std::size_t> counts;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return counts;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::size_t index = 0;
+    std::size_t count = 0;
+    if (experiment::parse_shard_file_name(entry.path().filename().string(), index, count)) {
+      counts.insert(count);
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+void add_slurm_command(CLI::App& app) {
+  struct Args {
+    std::string config;
+    std::string out;
+    int shards = 0;
+    std::string partition;
+    std::string time_limit;
+    int cpus_per_task = 1;
+    int gpus_per_task = 0;
+    std::string job_name;
+    bool submit = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "slurm", "Write sbatch scripts that run a config as a SLURM job array (one task per shard) "
+               "plus a merge job; --submit submits them");
+  cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
+  cmd->add_option("--shards", args->shards, "Number of shards = array tasks")->required();
+  cmd->add_option("-o,--out", args->out, "Output folder shared by all tasks (cluster file system)")
+      ->required();
+  cmd->add_option("--partition", args->partition, "SLURM partition (default: the cluster's)");
+  cmd->add_option("--time", args->time_limit,
+                  "Time limit per task, SLURM syntax (30, 2:00:00, 1-12); SIGTERM comes shortly "
+                  "before it and the task exits 75 after flushing");
+  cmd->add_option("--cpus-per-task", args->cpus_per_task, "CPUs per task (OMP_NUM_THREADS)");
+  cmd->add_option("--gpus-per-task", args->gpus_per_task,
+                  "GPUs per task (SLURM sets CUDA_VISIBLE_DEVICES)");
+  cmd->add_option("--job-name", args->job_name, "SLURM job name (default: attndev-<config stem>)");
+  cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
+  cmd->callback([args] {
+    const LoadedConfig loaded = load_config_or_usage(args->config, {});
+    experiment::Plan plan;
+    try {
+      plan = experiment::make_plan(loaded.config);
+    } catch (const experiment::ConfigError& e) {
+      throw UsageError(args->config + ": " + e.what());
+    }
+    if (args->shards >= 1 && static_cast<std::size_t>(args->shards) > plan.points.size()) {
+      throw UsageError("--shards " + std::to_string(args->shards) + " is more than the " +
+                       std::to_string(plan.points.size()) + " points of " + args->config +
+                       ": some tasks would have nothing to run; use --shards " +
+                       std::to_string(plan.points.size()) + " or fewer");
+    }
+
+    const fs::path out = fs::absolute(args->out).lexically_normal();
+    const fs::path slurm_dir = out / std::string(experiment::kSlurmSubdir);
+    const fs::path frozen_config = slurm_dir / "config.json";
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
+
+    experiment::SlurmOptions options;
+    options.attndev_path = self.string();
+    options.config_path = frozen_config.string();
+    // A trailing '/' from lexically_normal ("dir/") would make "dir//slurm" in the scripts.
+    options.output_dir = out.has_filename() ? out.string() : out.parent_path().string();
+    options.job_name =
+        args->job_name.empty() ? experiment::default_job_name(args->config) : args->job_name;
+    options.shards = args->shards;
+    options.partition = args->partition;
+    options.time_limit = args->time_limit;
+    options.cpus_per_task = args->cpus_per_task;
+    options.gpus_per_task = args->gpus_per_task;
+    experiment::SlurmScripts scripts;
+    try {
+      scripts = experiment::make_slurm_scripts(options);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    const std::set<std::size_t> counts = existing_shard_counts(out);
+    for (std::size_t n : counts) {
+      if (n != static_cast<std::size_t>(args->shards)) {
+        throw UsageError(out.string() + " already holds results of a " + std::to_string(n) +
+                         "-shard run: continue it with --shards " + std::to_string(n) +
+                         ", or use another -o folder");
+      }
+    }
+    if (args->submit && !on_path("sbatch")) {
+      throw UsageError("--submit: sbatch is not on PATH; run this on a SLURM login node, or "
+                       "drop --submit and run " + (slurm_dir / "submit.sh").string() + " there");
+    }
+
+    // The manifest is written now, once, rather than by N tasks racing to create it; it also
+    // refuses a folder that holds another config's results before anything is submitted.
+    try {
+      experiment::prepare_output_dir(out, loaded.config, /*force_new=*/false);
+    } catch (const experiment::OutputDirError& e) {
+      throw UsageError(e.what());
+    }
+    fs::create_directories(out / std::string(experiment::kSlurmLogSubdir));
+    // Tasks read this copy, so editing CONFIG after submission cannot split one sweep across two
+    // configs (requeued and resubmitted tasks included).
+    io::write_file_atomic(frozen_config, loaded.text);
+    io::write_file_atomic(slurm_dir / "sweep.sbatch", scripts.sweep);
+    io::write_file_atomic(slurm_dir / "merge.sbatch", scripts.merge);
+    io::write_file_atomic(slurm_dir / "submit.sh", scripts.submit);
+    fs::permissions(slurm_dir / "submit.sh",
+                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
+    spdlog::info("{}: {} points in {} shards; scripts in {}", loaded.config.name,
+                 plan.points.size(), args->shards, slurm_dir.string());
+
+    if (!args->submit) {
+      std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",
+                  slurm_dir.c_str(), slurm_dir.c_str());
+      return;
+    }
+    std::string submitted;
+    const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
+    std::fputs(submitted.c_str(), stdout);
+    if (rc != 0) {
+      spdlog::error("submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
+                    "above and run submit.sh", rc, slurm_dir.string());
+      throw CommandExit{kExitFailure};
+    }
+  });
+}
+
+}  // namespace attndev::app
