@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/detail.hpp"
+#include "attention/fp8_attention.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::attention {
@@ -98,6 +99,7 @@ void run_generic(Algorithm algorithm, const detail::Problem& p, Output& out) {
       case Algorithm::baseline: detail::baseline_generic(p, rb, out); break;
       case Algorithm::flash1: detail::flash1_generic(p, rb, out); break;
       case Algorithm::flash2: detail::flash2_generic(p, rb, out); break;
+      default: throw std::logic_error("run_generic: fp8 algorithms run through run_fp8");
     }
   });
 }
@@ -124,6 +126,7 @@ namespace detail {
 // score, prob, output) may be any format whose rounding from float is one bit operation.
 FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (algorithm == Algorithm::flash1) return FastKind::none;  // FA-1 is studied, not timed
+  if (is_fp8_algorithm(algorithm)) return FastKind::none;      // generic only (fp8_attention.hpp)
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
   if (policy.score_accum == Format::fp32 && policy.stats == Format::fp32 &&
       policy.out_accum == Format::fp32 && float_storage(policy.input) &&
@@ -156,12 +159,22 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::baseline: return "baseline";
     case Algorithm::flash1: return "flash1";
     case Algorithm::flash2: return "flash2";
+    case Algorithm::flash3_fp8: return "flash3-fp8";
+    case Algorithm::flash3_fp8_per_tensor: return "flash3-fp8-per-tensor";
+    case Algorithm::flash3_fp8_no_hadamard: return "flash3-fp8-no-hadamard";
+    case Algorithm::baseline_fp8: return "baseline-fp8";
   }
   return "?";
 }
 
 bool parse_algorithm(std::string_view text, Algorithm& out) {
   for (Algorithm a : kAllAlgorithms) {
+    if (text == algorithm_name(a)) {
+      out = a;
+      return true;
+    }
+  }
+  for (Algorithm a : kFp8Algorithms) {
     if (text == algorithm_name(a)) {
       out = a;
       return true;
@@ -178,6 +191,16 @@ const char* algorithm_description(Algorithm a) {
       return "FlashAttention-1 (Alg. 1): outer loop over K/V blocks, O/l/m stored after each block";
     case Algorithm::flash2:
       return "FlashAttention-2: outer loop over Q blocks, unnormalized fp32 accumulator, exp2, LSE";
+    case Algorithm::flash3_fp8:
+      return "FlashAttention-3 fp8: flash2 on e4m3 Q/K/V with per-block scales and a random-sign "
+             "Hadamard on Q, K (Options::fp8); P cast to the policy's prob format (e4m3)";
+    case Algorithm::flash3_fp8_per_tensor:
+      return "flash3-fp8 without block quantization: one e4m3 scale per tensor";
+    case Algorithm::flash3_fp8_no_hadamard:
+      return "flash3-fp8 without incoherent processing: no Hadamard rotation of Q and K";
+    case Algorithm::baseline_fp8:
+      return "FA-3's fp8 baseline: per-tensor scaled e4m3 Q/K/V, then baseline under the policy "
+             "(softmax and P in the policy's stats/prob formats)";
   }
   return "?";
 }
@@ -201,6 +224,10 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
   out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
+  if (is_fp8_algorithm(algorithm)) {
+    detail::run_fp8(algorithm, p, options.fp8, out);
+    return out;
+  }
   const detail::FastKind kind = options.path == Options::Path::generic
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);
@@ -212,6 +239,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
     case Algorithm::baseline: detail::baseline_fast(p, kind, out); break;
     case Algorithm::flash1: run_generic(algorithm, p, out); break;
     case Algorithm::flash2: detail::flash2_fast(p, kind, out); break;
+    default: run_generic(algorithm, p, out); break;
   }
   return out;
 }

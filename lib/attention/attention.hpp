@@ -15,10 +15,33 @@
 
 namespace attndev::attention {
 
-enum class Algorithm : unsigned char { baseline, flash1, flash2 };
+enum class Algorithm : unsigned char {
+  baseline,
+  flash1,
+  flash2,
+  // fp8 algorithms (FA-3 Table 3; lib/attention/flash3_fp8.cpp, baseline_fp8.cpp): they quantize
+  // Q, K, V to scaled e4m3 themselves, from inputs held in the policy's `input` format.
+  flash3_fp8,             // block quantization and incoherent processing as Options::fp8 says
+  flash3_fp8_per_tensor,  // flash3_fp8 without block quantization (one scale per tensor)
+  flash3_fp8_no_hadamard, // flash3_fp8 without incoherent processing (no Hadamard rotation)
+  baseline_fp8,           // per-tensor scaled e4m3 Q, K, V; the rest as `baseline` under the policy
+};
 
 inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
                                                Algorithm::flash2};
+
+// Kept apart from kAllAlgorithms, whose members compute exactly what the policy says (tests over
+// kAllAlgorithms expect exact answers under exact policies); the fp8 algorithms always quantize
+// to e4m3 with real-valued scales, whatever the policy. parse_algorithm accepts both lists.
+inline constexpr Algorithm kFp8Algorithms[] = {Algorithm::flash3_fp8,
+                                               Algorithm::flash3_fp8_per_tensor,
+                                               Algorithm::flash3_fp8_no_hadamard,
+                                               Algorithm::baseline_fp8};
+
+inline constexpr bool is_fp8_algorithm(Algorithm a) {
+  return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||
+         a == Algorithm::flash3_fp8_no_hadamard || a == Algorithm::baseline_fp8;
+}
 
 const char* algorithm_name(Algorithm a);
 bool parse_algorithm(std::string_view text, Algorithm& out);
@@ -78,6 +101,15 @@ struct Options {
   // shuffled by this seed. Results never depend on it (each row is computed by one thread in a
   // fixed order); it exists to test exactly that.
   std::uint64_t schedule_seed = 0;
+  // The fp8 algorithms only (kFp8Algorithms); the ablation algorithms override the first two.
+  struct Fp8 {
+    // Per-block scales (Br x d for Q, Bc x d for K and V) instead of one scale per tensor.
+    bool block_quantization = true;
+    // Q and K multiplied by M = D H / sqrt(d) before quantization (D: random +-1 diagonal from
+    // hadamard_seed, H: Hadamard); QK^T is unchanged in exact arithmetic. Needs d a power of 2.
+    bool incoherent_processing = true;
+    std::uint64_t hadamard_seed = 0x6a09e667f3bcc908ull;
+  } fp8;
 };
 
 // Causal masking aligns the bottom-right corners (FlashAttention >= 2.1): query row i may see key
