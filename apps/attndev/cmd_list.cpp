@@ -114,7 +114,7 @@ void print_formats() {
   for (numerics::Format f : numerics::kAllFormats) {
     const numerics::FormatTraits x = numerics::traits(f);
     t.add_row({x.name, std::to_string(x.storage_bits), std::to_string(x.fraction_bits),
-               std::to_string(x.exponent_bits), format_number(x.max_finite),
+               std::to_string(x.exponent_bits), format_number(x.max_finite, 4),
                format_number(x.min_normal()), format_number(x.min_subnormal()),
                format_number(x.unit_roundoff())});
   }

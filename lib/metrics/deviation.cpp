@@ -100,14 +100,16 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
   } else {
     d.rel_l2 = norm_diff > 0 ? std::numeric_limits<double>::infinity() : 0.0;
   }
-  const double nx = std::sqrt(sq_x.value()), nr = std::sqrt(sq_ref.value());
-  if (nx == 0 && nr == 0) {
+  const double sxx = sq_x.value(), srr = sq_ref.value();
+  if (sxx == 0 && srr == 0) {
     d.cos_sim = 1.0;
-  } else if (nx == 0 || nr == 0) {
+  } else if (sxx == 0 || srr == 0) {
     d.cos_sim = 0.0;  // a zero vector points nowhere: no similarity to a non-zero one
   } else {
-    // Rounding can push an exact 1 a few ulps past it; a cosine above 1 reads as a bug.
-    d.cos_sim = std::clamp(dot.value() / (nx * nr), -1.0, 1.0);
+    // One square root of the product, not a product of two: for x == ref, sqrt(fl(s*s)) == s
+    // exactly, so identical outputs give exactly 1. (The scaled sums lie in [1, n]: s*s cannot
+    // overflow.) Rounding can still leave a cosine a few ulps past 1, which would read as a bug.
+    d.cos_sim = std::clamp(dot.value() / std::sqrt(sxx * srr), -1.0, 1.0);
   }
   return d;
 }

@@ -35,7 +35,7 @@ std::string slurp(const fs::path& p) {
 }
 
 // Runs `attndev <args>` through the shell; args are shell words, quoted by the caller.
-RunResult attndev(const std::string& args) {
+RunResult run_attndev(const std::string& args) {
   static const fs::path dir = [] {
     const fs::path d = fs::temp_directory_path() / ("attndev_cli_core_" + std::to_string(::getpid()));
     fs::create_directories(d);
@@ -66,7 +66,7 @@ json parse_json(const RunResult& r) {
 }  // namespace
 
 TEST_CASE("attndev --version names the version, revision and compiler", "[cli]") {
-  const RunResult r = attndev("--version");
+  const RunResult r = run_attndev("--version");
   INFO(r.err);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::StartsWith("attndev "));
@@ -74,21 +74,21 @@ TEST_CASE("attndev --version names the version, revision and compiler", "[cli]")
 }
 
 TEST_CASE("attndev list prints every section", "[cli]") {
-  const RunResult r = attndev("list");
+  const RunResult r = run_attndev("list");
   INFO(r.err);
   REQUIRE(r.code == 0);
   for (const char* needle : {"== formats", "fp8-e4m3", "unit roundoff", "== presets",
                              "kernel-bf16", "score_accum", "== algorithms", "flash2",
                              "== distributions", "outlier(std,p)", "== backends", "cuda"})
     CHECK_THAT(r.out, Catch::Contains(needle));
-  const RunResult one = attndev("list backends");
+  const RunResult one = run_attndev("list backends");
   CHECK(one.code == 0);
   CHECK_THAT(one.out, Catch::Contains("cpu"));
   CHECK_THAT(one.out, !Catch::Contains("fp8-e4m3"));
 }
 
 TEST_CASE("attndev list --json is machine-readable and matches the tables", "[cli]") {
-  const json j = parse_json(attndev("list --json"));
+  const json j = parse_json(run_attndev("list --json"));
   for (const char* key : {"formats", "presets", "algorithms", "distributions", "backends",
                           "provenance"})
     CHECK(j.contains(key));
@@ -107,13 +107,13 @@ TEST_CASE("attndev list --json is machine-readable and matches the tables", "[cl
   bool cpu = false;
   for (const json& b : j["backends"]) cpu = cpu || (b["name"] == "cpu" && b["available"] == true);
   CHECK(cpu);
-  const json only = parse_json(attndev("list presets --json"));
+  const json only = parse_json(run_attndev("list presets --json"));
   CHECK(only.contains("presets"));
   CHECK_FALSE(only.contains("formats"));
 }
 
 TEST_CASE("attndev point --json reports both columns with every metric", "[cli]") {
-  const json j = parse_json(attndev(
+  const json j = parse_json(run_attndev(
       "point --algo flash2 --policy kernel-bf16 --n 37 --n-kv 45 --d 16 --batch 2 --heads 3 "
       "--br 16 --bc 8 --causal --seed 3 --dist 'outlier(10,0.01)' --threads 1 --json"));
   for (const char* key : {"point", "golden", "variant", "baseline", "ratio_to_baseline",
@@ -150,7 +150,7 @@ TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
   // The golden is `baseline` with every stage fp64 (STYLE.md #2): the same code on the same
   // inputs must agree bit for bit, which makes the metrics path checkable exactly.
   const json j = parse_json(
-      attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
+      run_attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
   CHECK(j["variant"]["max_abs"] == 0.0);
   CHECK(j["variant"]["rmse"] == 0.0);
   CHECK(j["variant"]["cos_sim"] == 1.0);
@@ -159,7 +159,7 @@ TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
 }
 
 TEST_CASE("attndev point prints a table with variant, baseline and ratio", "[cli]") {
-  const RunResult r = attndev("point --algo flash1 --policy working-fp16 --n 24 --d 8 --br 8 "
+  const RunResult r = run_attndev("point --algo flash1 --policy working-fp16 --n 24 --d 8 --br 8 "
                               "--bc 8 --baseline-policy kernel-fp16");
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -194,11 +194,11 @@ TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli
       {"point --n 8 --d 4 --scale-on keys", "unknown placement \"keys\""},
       {"point --n abc --d 4", "--n"},
       {"list formatz", "did you mean \"formats\""},
-      {"frobnicate", "frobnicate"},
+      {"frobnicate", "subcommand"},
   };
   int checked = 0;
   for (const Bad& bad : cases) {
-    const RunResult r = attndev(bad.args);
+    const RunResult r = run_attndev(bad.args);
     INFO("attndev " << bad.args << "\nstdout: " << r.out << "\nstderr: " << r.err);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains(bad.fragment));

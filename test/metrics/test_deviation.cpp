@@ -124,6 +124,9 @@ TEST_CASE("metrics are scale-invariant where they should be and stable at extrem
     ref[i] = normal(rng);
     x[i] = ref[i] + 1e-3 * normal(rng);
   }
+  const Deviation same = compare(ref, ref, 0.0);
+  CHECK(same.cos_sim == 1.0);  // exactly: identical outputs must not look slightly dissimilar
+  CHECK(same.max_abs == 0.0);
   const Deviation base = compare(x, ref, 0.0);
   CHECK(base.rmse == Approx(1e-3).epsilon(0.02));  // sample rms of 1e5 N(0, 1e-6): +-0.5% (1 sd)
   CHECK(base.cos_sim < 1.0);
