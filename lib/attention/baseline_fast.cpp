@@ -5,6 +5,7 @@
 //
 // A work item is kBaselineRowBlock query rows with their full rows of S and P materialized
 // (rows x N_kv), as a framework stores them; K is packed in column blocks of kPackColumns.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -72,7 +73,14 @@ void baseline_block(const Problem& p, const Packed<T>& pk, const RowBlock& rb, O
     lse_row[r] = static_cast<double>(m) + std::log(static_cast<double>(l));
   }
 
-  pv_block<T, kFused>(s.data(), ld_s, count.data(), rows, pk.v_head(bh), ld, acc.data());
+  // PV over key blocks of kPackColumns, in increasing order: the block of V stays in cache while
+  // every row uses it, and each acc element still sums over j = 0, 1, ... in order.
+  std::vector<int> block_count(static_cast<std::size_t>(rows));
+  for (int j0 = 0; j0 < n_vis_max; j0 += kPackColumns) {
+    for (int r = 0; r < rows; ++r) block_count[r] = std::clamp(count[r] - j0, 0, kPackColumns);
+    pv_block<T, kFused>(s.data() + j0, ld_s, block_count.data(), rows,
+                        pk.v_head(bh) + static_cast<std::size_t>(j0) * ld, ld, acc.data());
+  }
 
   double* o = out.o.head_ptr(rb.b, rb.h);  // (N_q, d)
   double* lse = out.lse.data() + static_cast<std::size_t>(bh) * n_q;

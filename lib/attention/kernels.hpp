@@ -15,12 +15,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
+#include "attention/detail.hpp"
 #include "numerics/format.hpp"
 #include "numerics/round.hpp"
 
@@ -187,26 +189,24 @@ inline void qk_tile(const T* q, int ld_q, const T* kt, int d, int padded, T* s, 
     for (int c = 0; c < kCols; ++c) S::store(s + static_cast<std::size_t>(r) * ld_s + c * W, acc[r][c]);
 }
 
-// S(rows, padded; ld_s) = Q(rows, d) . Kt(d, padded).
+// S(rows, padded; ld_s) = Q(rows, d) . Kt(d, padded). Column chunks outer, row groups inner: a
+// chunk of K^T (d x 2W) stays in L1 while every row group of the block streams past it.
 template <class T, bool kFused>
 void qk_block(const T* q, int rows, int d, const T* kt, int padded, T* s, int ld_s) {
   constexpr int W = Simd<T>::kWidth;
   constexpr int kRows = 4;
-  int r = 0;
-  for (; r + kRows <= rows; r += kRows) {
-    const T* qr = q + static_cast<std::size_t>(r) * d;
-    T* sr = s + static_cast<std::size_t>(r) * ld_s;
-    int c = 0;
-    for (; c + 2 * W <= padded; c += 2 * W) qk_tile<T, kFused, kRows, 2>(qr, d, kt + c, d, padded, sr + c, ld_s);
-    for (; c < padded; c += W) qk_tile<T, kFused, kRows, 1>(qr, d, kt + c, d, padded, sr + c, ld_s);
-  }
-  for (; r < rows; ++r) {
-    const T* qr = q + static_cast<std::size_t>(r) * d;
-    T* sr = s + static_cast<std::size_t>(r) * ld_s;
-    int c = 0;
-    for (; c + 2 * W <= padded; c += 2 * W) qk_tile<T, kFused, 1, 2>(qr, d, kt + c, d, padded, sr + c, ld_s);
-    for (; c < padded; c += W) qk_tile<T, kFused, 1, 1>(qr, d, kt + c, d, padded, sr + c, ld_s);
-  }
+  auto chunk = [&]<int kCols>(int c) {
+    int r = 0;
+    for (; r + kRows <= rows; r += kRows)
+      qk_tile<T, kFused, kRows, kCols>(q + static_cast<std::size_t>(r) * d, d, kt + c, d, padded,
+                                       s + static_cast<std::size_t>(r) * ld_s + c, ld_s);
+    for (; r < rows; ++r)
+      qk_tile<T, kFused, 1, kCols>(q + static_cast<std::size_t>(r) * d, d, kt + c, d, padded,
+                                   s + static_cast<std::size_t>(r) * ld_s + c, ld_s);
+  };
+  int c = 0;
+  for (; c + 2 * W <= padded; c += 2 * W) chunk.template operator()<2>(c);
+  for (; c < padded; c += W) chunk.template operator()<1>(c);
 }
 
 // acc(kRows, ld) += P(kRows, j in [0, n); ld_p) . V(n, ld), over one column chunk of kCols vectors.
@@ -263,8 +263,6 @@ void pv_block(const T* p, int ld_p, const int* count, int rows, const T* v, int 
 }
 
 }  // namespace attndev::attention::detail
-
-#include "attention/detail.hpp"
 
 namespace attndev::attention::detail {
 
