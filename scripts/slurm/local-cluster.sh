@@ -100,7 +100,7 @@ do_start() {
   chmod 0755 "$dir"
   rm -rf "$dir/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/munge"
   mkdir -p "$dir/state" "$dir/spool/slurmd" "$dir/log" "$dir/run" "$dir/munge"
-  chmod 0700 "$dir/munge"
+  chmod 0755 "$dir/munge"
 
   # --- munge: its own key and socket, so no system munged is needed or disturbed.
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none

@@ -37,10 +37,10 @@ def log(msg):
     print(f"[slurm-test {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def run(cmd, check=True, timeout=120, **kw):
+def run(cmd, check=True, timeout=120, quiet=False, **kw):
     log("$ " + " ".join(str(c) for c in cmd))
     p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    if p.stdout.strip():
+    if p.stdout.strip() and not quiet:
         print(p.stdout.rstrip(), flush=True)
     if p.stderr.strip():
         print(p.stderr.rstrip(), flush=True)
@@ -126,7 +126,7 @@ def wait_gone(job_ids, timeout):
 
 def task_states(array_job):
     """{array task id: (JobState, ExitCode)} from scontrol (kept for MinJobAge after the end)."""
-    p = run(["scontrol", "-o", "show", "job", array_job])
+    p = run(["scontrol", "-o", "show", "job", array_job], quiet=True)
     states = {}
     for line in p.stdout.splitlines():
         fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
@@ -136,7 +136,7 @@ def task_states(array_job):
 
 
 def job_state(job):
-    p = run(["scontrol", "-o", "show", "job", job])
+    p = run(["scontrol", "-o", "show", "job", job], quiet=True)
     return re.search(r"JobState=(\S+)", p.stdout).group(1)
 
 
@@ -192,12 +192,14 @@ def phase_cancel_and_resubmit(attndev, cfg, out_dir, single, n_rows, owned_by_2)
         raise Failure("task 2 wrote no row within 60 s")
     run(["scancel", f"{sweep}_2"])
     rows_at_cancel = len(read_rows(shard2))
-    run(["scontrol", "release", sweep])
+    run(["scontrol", "release", f"{sweep}_[0-1]"])
     wait_gone([sweep], timeout=120)
     states = task_states(sweep)
     log(f"task states: {states}; task 2 had {rows_at_cancel} rows when cancelled")
-    if states.get(3, ("?",))[0] != "CANCELLED" or states.get(0) != ("COMPLETED", "0:0") or \
-            states.get(1) != ("COMPLETED", "0:0"):
+    # A pending task cancelled before it ran leaves no record for scontrol; if one is shown, it
+    # must say CANCELLED.
+    if states.get(3, ("CANCELLED",))[0] != "CANCELLED" or 2 not in states or \
+            states.get(0) != ("COMPLETED", "0:0") or states.get(1) != ("COMPLETED", "0:0"):
         raise Failure(f"unexpected task states {states}")
     task2_log = "".join(f.read_text() for f in (out_dir / "slurm" / "logs").glob(f"{sweep}_2.out"))
     mid_run = states[2][0] == "CANCELLED"
@@ -236,9 +238,11 @@ def phase_cancel_and_resubmit(attndev, cfg, out_dir, single, n_rows, owned_by_2)
         raise Failure(f"shard files hold {len(counts)} distinct rows (want {n_rows}), "
                       f"{len(dup)} more than once")
     log(f"shard files: each of the {n_rows} (point, variant) rows exactly once")
+    # Its duplicate count is not checked: merge also reads the results.jsonl an earlier merge
+    # wrote, whose rows all count as duplicates. The shard files are the evidence (above).
     p = run([attndev, "merge", out_dir])
-    if "0 duplicate rows removed" not in p.stdout or "complete" not in p.stdout:
-        raise Failure("final merge reported duplicates or missing points")
+    if not re.search(r"^complete$", p.stdout, re.M):
+        raise Failure("final merge reported missing points")
     compare_results(out_dir / "results.jsonl", single / "results.jsonl", "cancel + resubmit")
 
 
@@ -284,7 +288,7 @@ def main():
         cfg.write_text(config_text(seed))
         single = work / "single"
         t0 = time.monotonic()
-        run([attndev, "run", cfg, "-o", single, "--no-summary", "-q"])
+        run([attndev, "-q", "run", cfg, "-o", single, "--no-summary"])
         n_rows = len(read_rows(single / "results.jsonl"))
         log(f"single-process run: {n_rows} rows in {time.monotonic() - t0:.1f} s")
         phase_submit(attndev, cfg, work / "sweep1", single)
