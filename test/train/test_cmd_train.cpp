@@ -35,7 +35,7 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-Result attndev(const std::string& args) {
+Result run_attndev(const std::string& args) {
   fs::create_directories(scratch());
   const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
@@ -56,7 +56,7 @@ TEST_CASE("attndev train --quick runs the weight study end to end", "[train][cli
   // Falls back to a base-files text when fortunes-min is not installed (see test_training.cpp).
   const bool have_corpus = fs::exists("/usr/share/games/fortunes/fortunes");
   if (!have_corpus) WARN("fortunes-min missing: training the CLI test on GPL-3");
-  const Result r = attndev("train '" + kStudy + "' --quick -j 2 -o '" + out.string() + "'" +
+  const Result r = run_attndev("train '" + kStudy + "' --quick -j 2 -o '" + out.string() + "'" +
                            (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -85,11 +85,11 @@ TEST_CASE("attndev train rejects bad input with exit 2 and writes nothing", "[tr
   const fs::path bad = scratch() / "bad.json";
   std::ofstream(bad) << R"({"attention": {"algoritm": "flash2"}})";
   const fs::path out = scratch() / "never";
-  Result r = attndev("train '" + bad.string() + "' -o '" + out.string() + "'");
+  Result r = run_attndev("train '" + bad.string() + "' -o '" + out.string() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("attention.algoritm") && Catch::Contains("algorithm"));
   CHECK_FALSE(fs::exists(out));
-  r = attndev("train '" + kStudy + "' --text /nonexistent.txt -o '" + out.string() + "'");
+  r = run_attndev("train '" + kStudy + "' --text /nonexistent.txt -o '" + out.string() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("/nonexistent.txt"));
   CHECK_FALSE(fs::exists(out));
