@@ -1,0 +1,323 @@
+// `attndev bench`: throughput of the CPU emulator, next to an Eigen GEMM of the same FLOP count
+// measured in the same run, so a reader sees how close emulation comes to what the hardware does
+// with plain matrix products.
+//
+// Every timed configuration is first checked (STYLE.md #7): the output must be finite, and where a
+// fast path runs it must equal the generic path bit for bit on a small sub-problem. A failed
+// check is reported and nothing is timed for it (exit 1).
+#include <CLI/CLI.hpp>
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attention/attention.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "numerics/round.hpp"
+
+namespace attndev::app {
+
+namespace {
+
+struct BenchArgs {
+  int n = 4096;
+  int n_kv = 0;  // 0: same as n
+  int d = 128;
+  int batch = 1;
+  int heads = 1;
+  std::string algo = "flash2";
+  std::string policy = "kernel-bf16";
+  int br = 64;
+  int bc = 64;
+  bool causal = false;
+  int threads = 0;
+  int repeats = 5;
+  bool all = false;
+  bool generic = false;
+  bool json = false;
+};
+
+struct Config {
+  std::string label;  // "flash2 kernel-bf16", "golden fp64"
+  attention::Algorithm algorithm;
+  numerics::PrecisionPolicy policy;
+  std::string policy_name;
+};
+
+struct Measured {
+  Config config;
+  std::string path;
+  std::vector<double> seconds;
+  double median = 0;
+  double gflops = 0;
+  bool check_ok = true;
+  std::string check_message;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <class F>
+double seconds_of(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A simple deterministic fill (splitmix64 of the element index and tensor id), roughly uniform on
+// [-sqrt(3), sqrt(3)] (unit variance), rounded to the input format. Throughput does not depend on
+// the distribution; this only has to be reproducible and free of special values.
+attention::Tensor fill(int b, int h, int n, int d, std::uint64_t stream, numerics::Format f) {
+  attention::Tensor t(b, h, n, d);
+  for (std::size_t i = 0; i < t.data.size(); ++i) {
+    std::uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    t.data[i] = numerics::round_to(f, (2.0 * u - 1.0) * std::sqrt(3.0));
+  }
+  return t;
+}
+
+attention::Inputs make_inputs(const attention::Shape& s, numerics::Format f) {
+  attention::Inputs in;
+  in.q = fill(s.batch, s.heads, s.seq_q, s.head_dim, 1, f);
+  in.k = fill(s.batch, s.heads, s.seq_kv, s.head_dim, 2, f);
+  in.v = fill(s.batch, s.heads, s.seq_kv, s.head_dim, 3, f);
+  return in;
+}
+
+// Seconds for the two GEMMs of attention (S = Q K^T, then O = S V) over every (batch, head), in
+// Scalar, with the query rows split over `threads` std::threads (Eigen parallelizes only through
+// OpenMP, which this build does not use; splitting rows keeps each GEMM a large Eigen product).
+// The FLOP count is 4 * B * H * N_q * N_kv * d, the non-causal attention count.
+template <class Scalar>
+double eigen_gemm_seconds(const attention::Shape& s, int threads) {
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Matrix q = Matrix::Random(s.seq_q, s.head_dim);
+  const Matrix k = Matrix::Random(s.seq_kv, s.head_dim);
+  const Matrix v = Matrix::Random(s.seq_kv, s.head_dim);
+  const int n_threads = std::max(1, std::min(threads, s.seq_q));
+  std::vector<Matrix> scores(static_cast<std::size_t>(n_threads));
+  std::vector<Matrix> out(static_cast<std::size_t>(n_threads));
+  auto work = [&](int t) {
+    const int r0 = static_cast<int>(static_cast<long>(s.seq_q) * t / n_threads);
+    const int r1 = static_cast<int>(static_cast<long>(s.seq_q) * (t + 1) / n_threads);
+    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
+      scores[t].noalias() = q.middleRows(r0, r1 - r0) * k.transpose();  // (rows, N_kv)
+      out[t].noalias() = scores[t] * v;                                  // (rows, d)
+    }
+  };
+  return seconds_of([&] {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
+  });
+}
+
+std::vector<Config> configs_of(const BenchArgs& a) {
+  auto named = [](const char* name) {
+    const numerics::PolicyPreset* p = numerics::find_preset(name);
+    if (!p) throw std::logic_error(std::string("missing preset ") + name);
+    return p->policy;
+  };
+  if (a.all) {
+    return {{"flash2 kernel-bf16", attention::Algorithm::flash2, named("kernel-bf16"), "kernel-bf16"},
+            {"flash1 kernel-bf16", attention::Algorithm::flash1, named("kernel-bf16"), "kernel-bf16"},
+            {"baseline torch-math-bf16", attention::Algorithm::baseline, named("torch-math-bf16"),
+             "torch-math-bf16"},
+            {"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"}};
+  }
+  const attention::Algorithm algo = parse_algorithm_arg(a.algo, "--algo");
+  const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
+  return {{a.algo + " " + a.policy, algo, policy, a.policy}};
+}
+
+// STYLE.md #7: the configuration must pass its check before it is timed.
+void check(const Config& c, const attention::Shape& shape, const attention::Options& opt,
+           const attention::Output& out, Measured& m) {
+  for (double x : out.o.data) {
+    if (!std::isfinite(x)) {
+      m.check_ok = false;
+      m.check_message = "non-finite output";
+      return;
+    }
+  }
+  if (m.path == "generic") return;
+  // Odd sizes so that tile and vector tails are exercised.
+  const attention::Shape small{1, 1, 97, 83, std::min(shape.head_dim, 67)};
+  const attention::Inputs in = make_inputs(small, c.policy.input);
+  attention::Options generic = opt;
+  generic.path = attention::Options::Path::generic;
+  const attention::Output f = attention::run(c.algorithm, c.policy, in, opt);
+  const attention::Output g = attention::run(c.algorithm, c.policy, in, generic);
+  if (f.o.data.size() != g.o.data.size() ||
+      std::memcmp(f.o.data.data(), g.o.data.data(), f.o.data.size() * sizeof(double)) != 0) {
+    m.check_ok = false;
+    m.check_message = "fast path differs from the generic path";
+  }
+}
+
+void run_bench(const BenchArgs& a) {
+  require_at_least(a.n, 1, "--n");
+  require_at_least(a.n_kv, 0, "--n-kv");
+  require_at_least(a.d, 1, "--d");
+  require_at_least(a.batch, 1, "--batch");
+  require_at_least(a.heads, 1, "--heads");
+  require_at_least(a.br, 1, "--br");
+  require_at_least(a.bc, 1, "--bc");
+  require_at_least(a.threads, 0, "--threads");
+  require_at_least(a.repeats, 1, "--repeats");
+  const std::vector<Config> configs = configs_of(a);
+
+  const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+  attention::Options opt;
+  opt.causal = a.causal;
+  opt.block_r = a.br;
+  opt.block_c = a.bc;
+  opt.threads = a.threads;
+  if (a.generic) opt.path = attention::Options::Path::generic;
+  const int threads =
+      a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const double flops = attention::forward_flops(shape, a.causal);
+  const double full_flops = attention::forward_flops(shape, /*causal=*/false);
+
+  std::vector<Measured> results;
+  bool all_ok = true;
+  for (const Config& c : configs) {
+    Measured m;
+    m.config = c;
+    m.path = attention::kernel_path(c.algorithm, c.policy, opt);
+    const attention::Inputs in = make_inputs(shape, c.policy.input);
+    attention::Output out;
+    try {
+      out = attention::run(c.algorithm, c.policy, in, opt);  // warm-up, and the checked result
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("bench: ") + e.what());
+    }
+    check(c, shape, opt, out, m);
+    if (m.check_ok) {
+      for (int r = 0; r < a.repeats; ++r)
+        m.seconds.push_back(seconds_of([&] { out = attention::run(c.algorithm, c.policy, in, opt); }));
+      m.median = median_of(m.seconds);
+      m.gflops = flops / m.median * 1e-9;
+    } else {
+      all_ok = false;
+    }
+    results.push_back(std::move(m));
+  }
+
+  // The GEMM references: equal FLOP count, scaled from the full product when causal.
+  std::vector<double> t32, t64;
+  for (int r = 0; r < a.repeats; ++r) {
+    t32.push_back(eigen_gemm_seconds<float>(shape, threads) * flops / full_flops);
+    t64.push_back(eigen_gemm_seconds<double>(shape, threads) * flops / full_flops);
+  }
+  const double gemm32 = median_of(t32), gemm64 = median_of(t64);
+
+  if (a.json) {
+    nlohmann::json doc;
+    doc["provenance"] = provenance_json();
+    doc["shape"] = {{"batch", shape.batch}, {"heads", shape.heads}, {"seq_q", shape.seq_q},
+                    {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}};
+    doc["causal"] = a.causal;
+    doc["block_r"] = a.br;
+    doc["block_c"] = a.bc;
+    doc["threads"] = threads;
+    doc["repeats"] = a.repeats;
+    doc["flops"] = flops;
+    doc["eigen_gemm_f32"] = {{"median_s", gemm32}, {"gflops", flops / gemm32 * 1e-9}};
+    doc["eigen_gemm_f64"] = {{"median_s", gemm64}, {"gflops", flops / gemm64 * 1e-9}};
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Measured& m : results) {
+      nlohmann::json row = {{"label", m.config.label},
+                            {"algorithm", attention::algorithm_name(m.config.algorithm)},
+                            {"policy", m.config.policy_name},
+                            {"path", m.path},
+                            {"check", m.check_ok ? "ok" : "failed: " + m.check_message}};
+      if (m.check_ok) {
+        row["median_s"] = m.median;
+        row["seconds"] = m.seconds;
+        row["gflops"] = m.gflops;
+        row["time_vs_eigen_f32"] = m.median / gemm32;
+        row["time_vs_eigen_f64"] = m.median / gemm64;
+      }
+      rows.push_back(row);
+    }
+    doc["results"] = rows;
+    std::printf("%s\n", doc.dump(2).c_str());
+  } else {
+    std::printf("attention forward B=%d H=%d N_q=%d N_kv=%d d=%d%s Br=%d Bc=%d, %d threads, "
+                "median of %d, %.3g GFLOP\n",
+                shape.batch, shape.heads, shape.seq_q, shape.seq_kv, shape.head_dim,
+                a.causal ? " causal" : "", a.br, a.bc, threads, a.repeats, flops * 1e-9);
+    Table table({"variant", "path", "median s", "GFLOP/s", "x eigen f32", "x eigen f64"});
+    auto fixed = [](double x, int digits) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+      return std::string(buf);
+    };
+    for (const Measured& m : results) {
+      if (!m.check_ok) {
+        table.add_row({m.config.label, m.path, "check failed: " + m.check_message, "", "", ""});
+        continue;
+      }
+      table.add_row({m.config.label, m.path, fixed(m.median, 4), fixed(m.gflops, 1),
+                     fixed(m.median / gemm32, 2), fixed(m.median / gemm64, 2)});
+    }
+    table.add_row({"eigen gemm f32 (same FLOPs)", "-", fixed(gemm32, 4),
+                   fixed(flops / gemm32 * 1e-9, 1), "1.00", fixed(gemm32 / gemm64, 2)});
+    table.add_row({"eigen gemm f64 (same FLOPs)", "-", fixed(gemm64, 4),
+                   fixed(flops / gemm64 * 1e-9, 1), fixed(gemm64 / gemm32, 2), "1.00"});
+    table.print(stdout);
+    std::printf("x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
+  }
+  if (!all_ok) throw CommandExit{kExitFailure};
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time the CPU emulator (median of repeats, GFLOP/s) against an Eigen GEMM of equal FLOPs");
+  cmd->add_option("--n", args->n, "Query sequence length N_q")->capture_default_str();
+  cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)");
+  cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "Batch size B")->capture_default_str();
+  cmd->add_option("--heads", args->heads, "Heads H")->capture_default_str();
+  cmd->add_option("--algo", args->algo, "baseline | flash1 | flash2")->capture_default_str();
+  cmd->add_option("--policy", args->policy, "Preset name or policy JSON object")
+      ->capture_default_str();
+  cmd->add_option("--br", args->br, "Br: query rows per tile")->capture_default_str();
+  cmd->add_option("--bc", args->bc, "Bc: key/value rows per tile")->capture_default_str();
+  cmd->add_flag("--causal", args->causal, "Causal mask (bottom-right aligned)");
+  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "Timed repetitions (the median is reported)")
+      ->capture_default_str();
+  cmd->add_flag("--all", args->all,
+                "The standard set: flash2 kernel-bf16, flash1 kernel-bf16, baseline "
+                "torch-math-bf16, golden fp64 (ignores --algo/--policy)");
+  cmd->add_flag("--generic", args->generic,
+                "Force the generic path (every operation through the numerics *_in functions)");
+  cmd->add_flag("--json", args->json, "Print JSON instead of a table");
+  cmd->callback([args] { run_bench(*args); });
+}
+
+}  // namespace attndev::app
