@@ -142,8 +142,14 @@ void run_point(const PointArgs& a) {
   const Timed variant = timed([&] {
     if (a.backend == "cpu") return attention::run(algorithm, policy, inputs, options);
 #if ATTNDEV_HAVE_CUDA
-    const cuda::Kernel kernel = tensor_cores ? cuda::Kernel::flash2_tc : cuda::kernel_for(algorithm);
-    cuda::CudaRunResult r = cuda::run_cuda(kernel, policy, inputs, options);
+    const std::optional<cuda::Kernel> kernel =
+        tensor_cores ? cuda::Kernel::flash2_tc : cuda::kernel_for(algorithm);
+    if (!kernel) {
+      std::fprintf(stderr, "attndev point: skipped: no CUDA kernel for %s: nothing compared\n",
+                   attention::algorithm_name(algorithm));
+      throw CommandExit{kExitNothingCompared};
+    }
+    cuda::CudaRunResult r = cuda::run_cuda(*kernel, policy, inputs, options);
     if (r.status == cuda::RunStatus::failed) throw std::runtime_error("point: " + r.status_text());
     if (r.status == cuda::RunStatus::skipped) {
       std::fprintf(stderr, "attndev point: %s: nothing compared\n", r.status_text().c_str());

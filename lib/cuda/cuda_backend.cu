@@ -13,6 +13,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.cuh"
 #include "cuda/dispatch.hpp"
+#include "cuda/input_stage.hpp"
 #include "cuda/launch.cuh"
 #include "cuda/timing.cuh"
 #include "numerics/round.hpp"
@@ -168,22 +169,10 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
   }
 
   try {
-    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
-    const bool fold_into_q = options.scale_placement == attention::ScalePlacement::query;
-    // The emulator's input stage, on the host: R_input of every element (a no-op for inputs the
-    // producer already rounded), with placement `query` folding the scale into Q first,
-    // Q' = R_input(q * scale), the product taken in double. S is then not scaled again.
-    const double q_factor = fold_into_q ? scale : 1.0;
-    auto input_stage = [&](const std::vector<double>& in, double factor) {
-      std::vector<double> out(in.size());
-      for (std::size_t i = 0; i < in.size(); ++i)
-        out[i] = policy.round(numerics::Stage::input, in[i] * factor);
-      return out;
-    };
-    const std::vector<double> q_host = input_stage(inputs.q.data, q_factor);
-    const std::vector<double> k_host = input_stage(inputs.k.data, 1.0);
-    const std::vector<double> v_host = input_stage(inputs.v.data, 1.0);
-
+    const StagedInputs staged = apply_input_stage(policy, inputs, options);
+    const std::vector<double>& q_host = staged.q;
+    const std::vector<double>& k_host = staged.k;
+    const std::vector<double>& v_host = staged.v;
     const std::size_t o_count = inputs.q.data.size();
     const std::size_t rows = static_cast<std::size_t>(shape.batch) * shape.heads * shape.seq_q;
     DeviceBuffer<double> q(q_host.size()), k(k_host.size()), v(v_host.size());
@@ -193,7 +182,7 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
     v.upload(v_host.data(), v_host.size());
 
     DeviceProblem problem{q.get(), k.get(), v.get(), o.get(), lse.get(), shape,
-                          options, policy,  !fold_into_q, scale};
+                          options, policy,  staged.scale_scores, staged.scale};
     std::optional<Prepared> prepared;
     select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
     if (!prepared) throw std::logic_error("dispatch selected no launcher");

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,14 +51,13 @@ inline bool parse_kernel(std::string_view text, Kernel& out) {
   return false;
 }
 
-// The CUDA kernel that implements an emulator algorithm (baseline/flash1/flash2 map one to one).
-inline Kernel kernel_for(attention::Algorithm a) {
-  switch (a) {
-    case attention::Algorithm::baseline: return Kernel::baseline;
-    case attention::Algorithm::flash1: return Kernel::flash1;
-    case attention::Algorithm::flash2: return Kernel::flash2;
-  }
-  return Kernel::baseline;
+// The CUDA kernel that implements an emulator algorithm: baseline/flash1/flash2 map one to one;
+// the fp8 algorithms have no CUDA kernel (nullopt: the caller reports "skipped", never a fallback).
+inline std::optional<Kernel> kernel_for(attention::Algorithm a) {
+  if (a == attention::Algorithm::baseline) return Kernel::baseline;
+  if (a == attention::Algorithm::flash1) return Kernel::flash1;
+  if (a == attention::Algorithm::flash2) return Kernel::flash2;
+  return std::nullopt;
 }
 
 struct DeviceInfo {

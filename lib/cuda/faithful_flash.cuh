@@ -1,5 +1,8 @@
 // Faithful flash1 / flash2 kernels: the CPU emulator's per-row loop, operation for operation.
 //
+// The row functions are ATTNDEV_HD: test/cuda/test_faithful_host.cpp runs the very same code on
+// the host against attention::run, so the transcription is checked in every build, GPU or not.
+//
 // These exist for bit-equality with attention::run, not for speed: one thread owns one
 // (batch, head, query row) and walks the K/V blocks in increasing order exactly as the emulator
 // does, in double, rounding through the same lib/numerics calls (round_to, *_in, exp2_in), which
@@ -16,10 +19,13 @@
 
 #include "attention/attention.hpp"
 #include "numerics/arith.hpp"
+#include "numerics/host_device.hpp"
 #include "numerics/math.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::cuda::faithful {
+
+ATTNDEV_HD inline int imin(int a, int b) { return a < b ? a : b; }
 
 // Everything a faithful kernel needs, by value (trivially copyable: it is a kernel argument).
 struct Params {
@@ -41,7 +47,7 @@ struct Params {
 
 // Keys visible to query row i: j in [0, visible_count). Bottom-right aligned causal mask, the
 // emulator's detail::visible_count (attention::causal_visible), spelled out for the device.
-__device__ inline int visible_count(const Params& p, int i) {
+ATTNDEV_HD inline int visible_count(const Params& p, int i) {
   if (!p.causal) return p.seq_kv;
   const long n = static_cast<long>(i) + (p.seq_kv - p.seq_q) + 1;
   return static_cast<int>(n < 0 ? 0 : (n > p.seq_kv ? p.seq_kv : n));
@@ -49,10 +55,10 @@ __device__ inline int visible_count(const Params& p, int i) {
 
 // std::max's exact semantics (a < b ? b : a), not fmax: they differ when a NaN score appears
 // (an overflowed policy), and the NaN must propagate the same way as on the host.
-__device__ inline double max_like_std(double a, double b) { return a < b ? b : a; }
+ATTNDEV_HD inline double max_like_std(double a, double b) { return a < b ? b : a; }
 
 // dot(q_i, k_j) accumulated sequentially over t in the score_accum format.
-__device__ inline double dot_in(const Params& p, const double* q_row, const double* k_row) {
+ATTNDEV_HD inline double dot_in(const Params& p, const double* q_row, const double* k_row) {
   using namespace numerics;
   const Format f = p.policy.score_accum;
   double acc = 0.0;
@@ -62,14 +68,14 @@ __device__ inline double dot_in(const Params& p, const double* q_row, const doub
 
 // The K/V loop bound of row i's Q block (Br rows): blocks past the block's last visible key are
 // never started, as in the emulator's work item over that Q block.
-__device__ inline int q_block_kv_end(const Params& p, int i) {
-  const int row_end = min(p.seq_q, (i / p.block_r + 1) * p.block_r);
+ATTNDEV_HD inline int q_block_kv_end(const Params& p, int i) {
+  const int row_end = imin(p.seq_q, (i / p.block_r + 1) * p.block_r);
   return visible_count(p, row_end - 1);
 }
 
 // ---- flash2 (FA-2): outer loop over Q rows, inner over K/V blocks; unnormalized acc. ----
 // lib/attention/flash2.cpp, flash2_generic, for one row; see its header for the formulas.
-__device__ inline void flash2_row(const Params& p, int b, int h, int i) {
+ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
   using namespace numerics;
   const PrecisionPolicy& pol = p.policy;
   const Format st = pol.stats, oa = pol.out_accum;
@@ -90,8 +96,8 @@ __device__ inline void flash2_row(const Params& p, int b, int h, int i) {
   const int last_vis = q_block_kv_end(p, i);
   const int n_vis = visible_count(p, i);
   for (int j0 = 0; j0 < last_vis; j0 += p.block_c) {
-    const int j1 = min(p.seq_kv, j0 + p.block_c);
-    const int j_end = min(j1, n_vis);
+    const int j1 = imin(p.seq_kv, j0 + p.block_c);
+    const int j_end = imin(j1, n_vis);
     if (j_end <= j0) continue;  // the row sees no key of this block: untouched by it
     auto score = [&](int j) {
       return pol.round(Stage::score, dot_in(p, q_i, k + static_cast<std::size_t>(j) * d));
@@ -133,7 +139,7 @@ __device__ inline void flash2_row(const Params& p, int b, int h, int i) {
 
 // ---- flash1 (FA-1 Algorithm 1): O, l, m round-trip through "HBM" after every K/V block. ----
 // lib/attention/flash1.cpp, flash1_generic, for one row; see its header for the formulas.
-__device__ inline void flash1_row(const Params& p, int b, int h, int i) {
+ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
   using namespace numerics;
   const PrecisionPolicy& pol = p.policy;
   const Format st = pol.stats, oa = pol.out_accum, sa = pol.score_accum;
@@ -154,8 +160,8 @@ __device__ inline void flash1_row(const Params& p, int b, int h, int i) {
   const int last_vis = q_block_kv_end(p, i);
   const int n_vis = visible_count(p, i);
   for (int j0 = 0; j0 < last_vis; j0 += p.block_c) {
-    const int j1 = min(p.seq_kv, j0 + p.block_c);
-    const int j_end = min(j1, n_vis);
+    const int j1 = imin(p.seq_kv, j0 + p.block_c);
+    const int j_end = imin(j1, n_vis);
     if (j_end <= j0) continue;
     auto score = [&](int j) {
       const double dot = dot_in(p, q_i, k + static_cast<std::size_t>(j) * d);
@@ -190,6 +196,7 @@ __device__ inline void flash1_row(const Params& p, int b, int h, int i) {
   p.lse[head * p.seq_q + i] = l == 0.0 ? neg_inf : m + log(l);
 }
 
+#if defined(__CUDACC__)
 template <attention::Algorithm A>
 __global__ void faithful_kernel(Params p) {
   const long row = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -202,5 +209,6 @@ __global__ void faithful_kernel(Params p) {
   else
     flash1_row(p, bh / p.heads, bh % p.heads, i);
 }
+#endif
 
 }  // namespace attndev::cuda::faithful

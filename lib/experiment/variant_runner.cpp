@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #if ATTNDEV_HAVE_CUDA
@@ -31,8 +32,13 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
         timing.enabled = true;
         timing.warmup = 1;
         timing.repeats = 3;
-        cuda::CudaRunResult r =
-            cuda::run_cuda(cuda::kernel_for(variant.algorithm), variant.policy, inputs, options, timing);
+        const std::optional<cuda::Kernel> kernel = cuda::kernel_for(variant.algorithm);
+        if (!kernel) {
+          outcome.status = std::string("skipped: no CUDA kernel for ") +
+                           attention::algorithm_name(variant.algorithm);
+          return outcome;
+        }
+        cuda::CudaRunResult r = cuda::run_cuda(*kernel, variant.policy, inputs, options, timing);
         if (r.status != cuda::RunStatus::ok) {
           outcome.status = r.status_text();
           return outcome;

@@ -47,7 +47,7 @@ TEST_CASE("faithful flash1/flash2 are bit-identical to the CPU emulator", "[gpu]
     const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
     const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
     const cuda::CudaRunResult gpu =
-        cuda::run_cuda(cuda::kernel_for(c.algorithm), c.policy, in, c.options);
+        cuda::run_cuda(*cuda::kernel_for(c.algorithm), c.policy, in, c.options);
     INFO(gpu.status_text());
     REQUIRE(gpu.status == cuda::RunStatus::ok);
     const auto cmp = cuda::tools::compare_bits(cpu.o.data, gpu.output.o.data);

@@ -167,4 +167,12 @@ TEST_CASE("kernel names round-trip", "[cuda][dispatch]") {
   Kernel k{};
   CHECK_FALSE(cuda::parse_kernel("flash3", k));
   CHECK(cuda::kernel_for(attention::Algorithm::flash2) == Kernel::flash2);
+  CHECK(cuda::kernel_for(attention::Algorithm::baseline) == Kernel::baseline);
+  // Algorithms without a CUDA kernel say so instead of mapping onto another kernel.
+  int without = 0;
+  for (attention::Algorithm a : attention::kFp8Algorithms) {
+    CHECK_FALSE(cuda::kernel_for(a).has_value());
+    ++without;
+  }
+  CHECK(without > 0);
 }

@@ -34,7 +34,7 @@ int run_sweep(int points, std::uint64_t seed) {
     const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
     const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
     const cuda::CudaRunResult gpu =
-        cuda::run_cuda(cuda::kernel_for(c.algorithm), c.policy, in, c.options);
+        cuda::run_cuda(*cuda::kernel_for(c.algorithm), c.policy, in, c.options);
     if (gpu.status != cuda::RunStatus::ok) {
       std::printf("%-4d %-6s %-8s %s  [%s]\n", index++, "FAIL", "-", c.name.c_str(),
                   gpu.status_text().c_str());
