@@ -85,11 +85,13 @@ void print_table(const WdistOptions& opt, const std::vector<Row>& rows,
                 max_abs.c_str(), rel.c_str(), static_cast<long long>(r.d.nan_a),
                 static_cast<long long>(r.d.nan_b));
   }
+  const bool elementwise = g.same_shape_tensors > 0;
   std::printf("\naggregate over %lld tensors (%lld elements): W1 element-weighted mean %s, "
               "max|a-b| %s, rel L2 %s (%lld tensors of equal shape)\n",
               static_cast<long long>(g.tensors), static_cast<long long>(g.elements),
-              num(g.w1_mean, "%.4e").c_str(), num(g.max_abs, "%.4e").c_str(),
-              num(g.rel_l2, "%.4e").c_str(), static_cast<long long>(g.same_shape_tensors));
+              num(g.w1_mean, "%.4e").c_str(), elementwise ? num(g.max_abs, "%.4e").c_str() : "-",
+              elementwise ? num(g.rel_l2, "%.4e").c_str() : "-",
+              static_cast<long long>(g.same_shape_tensors));
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
@@ -148,9 +150,11 @@ nlohmann::json to_json(const WdistOptions& opt, const std::vector<Row>& rows,
   j["aggregate"] = {{"tensors", g.tensors},
                     {"elements", g.elements},
                     {"w1_mean", json_num(g.w1_mean)},
-                    {"same_shape_tensors", g.same_shape_tensors},
-                    {"max_abs", json_num(g.max_abs)},
-                    {"rel_l2", json_num(g.rel_l2)}};
+                    {"same_shape_tensors", g.same_shape_tensors}};
+  if (g.same_shape_tensors > 0) {
+    j["aggregate"]["max_abs"] = json_num(g.max_abs);
+    j["aggregate"]["rel_l2"] = json_num(g.rel_l2);
+  }
   j["unmatched_a"] = m.only_a;
   j["unmatched_b"] = m.only_b;
   return j;
