@@ -45,7 +45,9 @@ def main():
     ratio_rows = []
     ratios_path = os.path.join(args.out_dir, "ratios.csv")
     if os.path.exists(ratios_path):
-        ratio_rows = [r for r in read_csv(ratios_path) if r["tensor"] == args.tensor]
+        # Columns by position: step, ratio_name, tensor, numerator_w1, denominator_w1, ratio.
+        with open(ratios_path, newline="") as f:
+            ratio_rows = [r for r in list(csv.reader(f))[1:] if len(r) == 6 and r[2] == args.tensor]
 
     import matplotlib
     matplotlib.use("Agg")
@@ -59,7 +61,7 @@ def main():
         max_diff[label].append((int(r["step"]), as_float(r["max_abs_diff"])))
     ratios = defaultdict(list)
     for r in ratio_rows:
-        ratios[r["ratio"]].append((int(r["step"]), as_float(r["ratio"])))
+        ratios[r[1]].append((int(r[0]), as_float(r[5])))
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     for ax, series, title in ((axes[0][0], w1, "Wasserstein-1"), (axes[0][1], max_diff, "max |diff|")):

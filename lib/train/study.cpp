@@ -140,7 +140,7 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
   io::write_file_atomic(options.out_dir / "weights_comparison.csv", csv);
   result.files.push_back("weights_comparison.csv");
 
-  std::string ratios = io::csv_record({"step", "ratio", "tensor", "numerator_w1", "denominator_w1", "ratio"});
+  std::string ratios = io::csv_record({"step", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
   std::ostringstream md;
   md << "# Weight-deviation study: " << study.name << "\n\n";
   if (!study.description.empty()) md << study.description << "\n\n";

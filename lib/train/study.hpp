@@ -6,7 +6,7 @@
 //   <run>/loss.csv, <run>/snapshots/*.safetensors, <run>/run.json   (trainer.hpp)
 //   weights_comparison.csv   step,pair,kind,run_a,run_b,tensor,w1,max_abs_diff
 //                            (tensor "all" = every parameter value pooled)
-//   ratios.csv               step,ratio,tensor,numerator_w1,denominator_w1,ratio
+//   ratios.csv               step,ratio_name,tensor,numerator_w1,denominator_w1,ratio
 //   summary.md               runs, final-step distances per tensor, ratio per step
 //   study.json               the resolved config, provenance, file list
 #pragma once
