@@ -495,6 +495,11 @@ Config parse_config(std::string_view text, std::span<const std::string> override
     const auto colon = what.find(": ");
     throw ConfigError("", "invalid JSON at " + position_text(text, e.byte ? e.byte - 1 : 0) + ": " +
                               (colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number beyond double range (1e99999).
+    std::string what = e.what();
+    const auto bracket = what.find("] ");
+    throw ConfigError("", "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   if (!root.is_object()) throw ConfigError("", "a config is a JSON object {...}, got " + type_name(root));
   check_keys(root, "", kTopKeys);

@@ -148,7 +148,7 @@ const char* kSmall = R"({
   ]
 })";
 
-// Big enough (216 rows) that a kill polled every 5 ms lands mid-sweep; the test REQUIREs that it did.
+// Big enough (216 rows) that a kill polled every 1 ms lands mid-sweep; the test REQUIREs that it did.
 const char* kLong = R"({
   "name": "cli-long",
   "axes": {"seq_len": [160, 224, 288, 352], "head_dim": 32, "block_r": [16, 32], "block_c": [16, 32, 64]},
@@ -246,7 +246,7 @@ TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted resu
   const Child child = spawn({"run", cfg.string(), "-o", killed.string(), "-j", "1"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (count_rows(killed / "results.jsonl") < 6 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ::kill(child.pid, SIGKILL);
   const Result k = wait_for(child);
   const std::size_t landed = count_rows(killed / "results.jsonl");
@@ -270,7 +270,7 @@ TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signa
   const Child child = spawn({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (count_rows(dir / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ::kill(child.pid, SIGINT);
   const Result r = wait_for(child);
   INFO(r.err);

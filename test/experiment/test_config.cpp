@@ -86,6 +86,7 @@ TEST_CASE("bad configs name the JSON path and the fix", "[config][errors]") {
   const std::vector<BadCase> cases = {
       {"invalid JSON", R"({"name": "t",, })", {}, "", "invalid JSON at line 1"},
       {"not an object", "[1, 2]", {}, "", "JSON object"},
+      {"number overflow (found by fuzz_config)", R"({"name": "t", "axes": {"seq_len": [1e99999]}})", {}, "", "number overflow"},
       {"unknown top key", with_top(R"("metrix": ["rmse"])"), {}, "metrix", "did you mean \"metrics\""},
       {"unknown axis", with_axes(R"({"seq_len": [128], "blok_c": [64]})"), {}, "axes.blok_c", "did you mean \"block_c\""},
       {"missing seq_len", with_axes(R"({"head_dim": [64]})"), {}, "axes.seq_len", "no default"},
