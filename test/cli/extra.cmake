@@ -1,0 +1,6 @@
+# The cli tests run the attndev binary: build it before them.
+foreach(t cli_test_cli_core cli_test_cli_run)
+  if(TARGET ${t} AND TARGET attndev)
+    add_dependencies(${t} attndev)
+  endif()
+endforeach()
