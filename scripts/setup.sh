@@ -6,7 +6,10 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ git pkg-config
           libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libeigen3-dev
-          python3 python3-numpy python3-scipy python3-matplotlib)
+          python3 python3-numpy python3-scipy python3-matplotlib
+          clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
+          slurmctld slurmd slurm-client munge          # the real one-node SLURM test
+          fortunes-min)                                # default text corpus of `attndev train`
 # shellcheck disable=SC2206
 packages+=(${ATTNDEV_SETUP_EXTRA:-})
 

@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.hpp"
+#include "experiment/suggest.hpp"
 #include "exit_codes.hpp"
 #include "version.hpp"
 
@@ -53,6 +56,22 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    // With require_subcommand(1) an unknown command word surfaces as "subcommand required";
+    // name the word and the nearest command instead.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty()) {
+      std::vector<std::string> names;
+      const CLI::App& const_app = app;
+      for (const CLI::App* sub : const_app.get_subcommands([](const CLI::App*) { return true; }))
+        names.push_back(sub->get_name());
+      const std::vector<std::string_view> views(names.begin(), names.end());
+      std::fprintf(stderr, "attndev: error: unknown command '%s'%s\ncommands: %s\n", argv[1],
+                   attndev::experiment::did_you_mean(argv[1], views).c_str(),
+                   attndev::experiment::join_names(views).c_str());
+      return kExitUsage;
+    }
+    app.exit(e);
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and the usage hint
     return kExitUsage;
