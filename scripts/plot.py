@@ -26,6 +26,7 @@ FA3_PUBLISHED = {
     "baseline-fp16": 3.2e-4,
     "fa2-fp16": 1.9e-4,
     "baseline-fp8": 2.4e-2,
+    "baseline-fp8-p-e4m3": 2.4e-2,  # the same published baseline, under our second reading
     "fa3-fp8": 9.1e-3,
     "fa3-fp8-no-block-quant": 9.3e-3,
     "fa3-fp8-no-incoherent": 2.4e-2,
@@ -48,6 +49,8 @@ def experiment_name(folder):
     try:
         with open(path) as f:
             doc = json.load(f)
+        if isinstance(doc.get("config_name"), str):
+            return doc["config_name"]
         for key in ("config", "experiment"):
             v = doc.get(key)
             if isinstance(v, dict) and "name" in v:
@@ -105,7 +108,7 @@ def plot_formats(rows, name, out_dir, dpi):
         ax.set_ylabel(f"{metric} vs FP64 golden")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend()
-    fig.suptitle("Golden et al. Fig. 3 (reproduced): deviation by format")
+    fig.suptitle("Golden et al. Fig. 3 (reproduced): deviation by format", y=1.03)
     save(fig, out_dir, name, dpi)
 
 
@@ -144,7 +147,7 @@ def plot_seqlen(rows, name, out_dir, dpi):
         ax.set_title(metric)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle("Golden et al. Fig. 5 (reproduced): deviation vs sequence length, bf16")
+    fig.suptitle("Golden et al. Fig. 5 (reproduced): deviation vs sequence length, bf16", y=1.03)
     save(fig, out_dir, name, dpi)
 
 
@@ -170,8 +173,26 @@ def plot_tiles(rows, name, out_dir, dpi, title):
         ax.set_ylabel(f"{metric} vs FP64 golden")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(title, y=1.03)
     save(fig, out_dir, name, dpi)
+
+
+def attribution_markdown(rows, metric="mean_abs"):
+    """Stage x algorithm table of the attribution run (mean over trials), as markdown."""
+    stages = ["input", "score_accum", "score", "stats", "prob", "out_accum", "output"]
+    m = mean_by(rows, [], metric)
+    lines = []
+    for fmt in ("bf16", "fp16"):
+        algs = [a for a in ("baseline", "flash2", "flash1") if (f"{a}-score-{fmt}",) in m]
+        lines.append(f"\n{metric} vs FP64 golden, only the named stage in {fmt} (all others fp64):\n")
+        lines.append("| stage | " + " | ".join(algs) + " | flash2 / baseline |")
+        lines.append("| --- |" + " ---: |" * (len(algs) + 1))
+        for st in stages:
+            vals = [m.get((f"{a}-{st}-{fmt}",), float("nan")) for a in algs]
+            b, f2 = vals[0], vals[1]
+            ratio = "n/a (both 0)" if b == 0 and f2 < 1e-15 else f"{f2 / b:.3g}" if b > 0 else "n/a"
+            lines.append(f"| {st} | " + " | ".join(f"{v:.3g}" for v in vals) + f" | {ratio} |")
+    return "\n".join(lines)
 
 
 def plot_attribution(rows, name, out_dir, dpi):
@@ -199,6 +220,8 @@ def main():
     ap.add_argument("dirs", nargs="+", help="results folders of `attndev run`")
     ap.add_argument("-o", "--out", default="docs/figures", help="output folder (default docs/figures)")
     ap.add_argument("--dpi", type=int, default=80)
+    ap.add_argument("--markdown", action="store_true",
+                    help="attribution: also print the stage x algorithm table as markdown")
     args = ap.parse_args()
     for folder in args.dirs:
         rows = read_rows(folder)
@@ -217,6 +240,8 @@ def main():
                       "FA-3 Table 3 (reproduced): RMSE vs FP64", published=FA3_PUBLISHED)
         elif "attribution" in name:
             plot_attribution(rows, name, args.out, args.dpi)
+            if args.markdown:
+                print(attribution_markdown(rows))
         else:
             sys.exit(f"plot.py: no figure layout for experiment '{name}' ({folder})")
     return 0

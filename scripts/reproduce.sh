@@ -42,6 +42,13 @@ if [[ -n "$sram" && ! "$sram" =~ ^[1-9][0-9]*$ ]]; then
   echo "reproduce.sh: --sram needs a positive integer (elements of on-chip memory), got '$sram'" >&2
   exit 2
 fi
+# plot.py needs matplotlib (scripts/setup.sh installs python3-matplotlib); a pyenv or venv python3
+# first in PATH may lack it, so take the first interpreter that has it.
+plot_python=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import matplotlib' 2>/dev/null; then plot_python="$py"; break; fi
+done
+[[ -z "$plot_python" ]] && echo "reproduce.sh: no python3 with matplotlib: tables only, no figures (scripts/setup.sh installs it)" >&2
 [[ -z "$out" ]] && out=$([[ $smoke == 1 ]] && echo results/paper-smoke || echo results/paper)
 [[ -z "$figures" ]] && figures="$out/figures"
 mkdir -p "$out"
@@ -74,7 +81,7 @@ for cfg in "${configs[@]}"; do
   if "$attndev" run "$cfg" -o "$dir" -j "$threads" --no-summary --force-new "${args[@]}"; then
     echo "== $name: $(( $(date +%s) - start )) s"
     "$attndev" report "$dir" > "$dir/report.md"
-    python3 scripts/plot.py "$dir" -o "$figures" || status=1
+    if [[ -n "$plot_python" ]]; then "$plot_python" scripts/plot.py "$dir" -o "$figures" || status=1; fi
   else
     echo "== $name: FAILED after $(( $(date +%s) - start )) s" >&2
     status=1
