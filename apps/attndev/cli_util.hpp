@@ -49,7 +49,7 @@ inline void require_at_least(long long value, long long minimum, std::string_vie
 
 inline std::vector<std::string_view> algorithm_names() {
   std::vector<std::string_view> names;
-  for (attention::Algorithm a : attention::kAllAlgorithms) names.push_back(attention::algorithm_name(a));
+  for (attention::Algorithm a : attention::kEveryAlgorithm) names.push_back(attention::algorithm_name(a));
   return names;
 }
 

@@ -88,7 +88,7 @@ nlohmann::json presets_json() {
 
 nlohmann::json algorithms_json() {
   nlohmann::json out = nlohmann::json::array();
-  for (attention::Algorithm a : attention::kAllAlgorithms)
+  for (attention::Algorithm a : attention::kEveryAlgorithm)
     out.push_back({{"name", attention::algorithm_name(a)},
                    {"description", attention::algorithm_description(a)}});
   return out;
@@ -140,7 +140,7 @@ void print_presets() {
 
 void print_algorithms() {
   Table t({"algorithm", "description"});
-  for (attention::Algorithm a : attention::kAllAlgorithms)
+  for (attention::Algorithm a : attention::kEveryAlgorithm)
     t.add_row({attention::algorithm_name(a), attention::algorithm_description(a)});
   t.print(stdout, /*left_align_all=*/true);
 }

@@ -1,6 +1,7 @@
 // attndev: measures the numeric deviation of attention kernels from an FP64 golden.
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -16,6 +17,8 @@
 
 int main(int argc, char** argv) {
   using namespace attndev::app;
+  // Logs and progress go to stderr so that stdout carries only results (tables, --json).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("attndev"));
   spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
   spdlog::set_level(spdlog::level::info);
   spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug etc.

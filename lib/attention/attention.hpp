@@ -38,6 +38,13 @@ inline constexpr Algorithm kFp8Algorithms[] = {Algorithm::flash3_fp8,
                                                Algorithm::flash3_fp8_no_hadamard,
                                                Algorithm::baseline_fp8};
 
+// Every algorithm a user can name (listings, config validation, suggestions).
+inline constexpr Algorithm kEveryAlgorithm[] = {
+    Algorithm::baseline,          Algorithm::flash1,
+    Algorithm::flash2,            Algorithm::flash3_fp8,
+    Algorithm::flash3_fp8_per_tensor, Algorithm::flash3_fp8_no_hadamard,
+    Algorithm::baseline_fp8};
+
 inline constexpr bool is_fp8_algorithm(Algorithm a) {
   return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||
          a == Algorithm::flash3_fp8_no_hadamard || a == Algorithm::baseline_fp8;

@@ -371,7 +371,7 @@ std::vector<Variant> parse_variants(const json& root) {
   require_type(list, "variants", list.is_array(), "a list of variants");
   if (list.empty()) throw ConfigError("variants", "empty list; a config needs at least one variant");
   std::vector<std::string_view> algorithm_names;
-  for (attention::Algorithm a : attention::kAllAlgorithms) algorithm_names.push_back(attention::algorithm_name(a));
+  for (attention::Algorithm a : attention::kEveryAlgorithm) algorithm_names.push_back(attention::algorithm_name(a));
 
   std::vector<Variant> out;
   int baseline_index = -1;

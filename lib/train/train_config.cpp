@@ -125,7 +125,8 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
     check_keys(a, p, kAttnKeys);
     const std::string alg = get_str(a, p, "algorithm", attention::algorithm_name(c.algorithm));
     if (!attention::parse_algorithm(alg, c.algorithm) ||
-        c.algorithm == attention::Algorithm::flash1)
+        (c.algorithm != attention::Algorithm::baseline &&
+         c.algorithm != attention::Algorithm::flash2))
       throw ConfigError(join(p, "algorithm"), "\"" + alg +
                                                   "\" cannot be trained with: use baseline or flash2"
                                                   " (the algorithms with a backward)");

@@ -194,7 +194,7 @@ TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli
       {"point --n 8 --d 4 --scale-on keys", "unknown placement \"keys\""},
       {"point --n abc --d 4", "--n"},
       {"list formatz", "did you mean \"formats\""},
-      {"frobnicate", "subcommand"},
+      {"frobnicate", "unknown command 'frobnicate'"},
   };
   int checked = 0;
   for (const Bad& bad : cases) {

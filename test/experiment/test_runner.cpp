@@ -93,7 +93,8 @@ TEST_CASE("a run writes one row per point and variant, sharing golden and baseli
   for (const Json& r : rows) {
     const std::string v = r["variant"];
     if (v == "gpu") {
-      CHECK(r["status"] == "skipped: CUDA backend not built");
+      // No device here: either the backend is not built or it finds no usable device.
+      CHECK_THAT(r["status"].get<std::string>(), Catch::StartsWith("skipped: "));
       CHECK_FALSE(r.contains("max_abs"));
       continue;
     }
