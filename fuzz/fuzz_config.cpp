@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> overrides;
   if (!text.empty() && text.front() == '@') {
     const std::size_t eol = text.find('\n');
-    std::string_view line = text.substr(1, eol == std::string_view::npos ? std::string_view::npos : eol - 1);
+    std::string_view line =
+        text.substr(1, eol == std::string_view::npos ? std::string_view::npos : eol - 1);
     text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
     while (!line.empty()) {
       const std::size_t semi = line.find(';');
@@ -28,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const attndev::experiment::Config config = attndev::experiment::parse_config(text, overrides);
     // Expansion is linear in the plan size; keep each input fast (the limit itself is tested).
-    if (attndev::experiment::plan_size_bound(config) <= 20000) attndev::experiment::make_plan(config);
+    if (attndev::experiment::plan_size_bound(config) <= 20000)
+      attndev::experiment::make_plan(config);
   } catch (const attndev::experiment::ConfigError&) {
     // The expected outcome for most inputs.
   }

@@ -45,9 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const unsigned char> bytes(data, size);
   try {
     const auto st = attndev::io::parse_safetensors(bytes, "fuzz");
-    const auto again =
-        attndev::io::parse_safetensors(attndev::io::encode_safetensors(st.tensors, st.metadata),
-                                       "fuzz-roundtrip");
+    const auto again = attndev::io::parse_safetensors(
+        attndev::io::encode_safetensors(st.tensors, st.metadata), "fuzz-roundtrip");
     if (again.tensors.size() != st.tensors.size() || again.metadata != st.metadata) std::abort();
     for (std::size_t i = 0; i < st.tensors.size(); ++i) {
       // The writer lays tensors out in the order given; the reader returns offset order: same.

@@ -49,7 +49,8 @@ inline void require_at_least(long long value, long long minimum, std::string_vie
 
 inline std::vector<std::string_view> algorithm_names() {
   std::vector<std::string_view> names;
-  for (attention::Algorithm a : attention::kEveryAlgorithm) names.push_back(attention::algorithm_name(a));
+  for (attention::Algorithm a : attention::kEveryAlgorithm)
+    names.push_back(attention::algorithm_name(a));
   return names;
 }
 
@@ -58,8 +59,8 @@ inline attention::Algorithm parse_algorithm_arg(std::string_view text, std::stri
   if (attention::parse_algorithm(text, a)) return a;
   const auto names = algorithm_names();
   throw UsageError(std::string(flag) + ": unknown algorithm \"" + std::string(text) + "\"" +
-                   experiment::did_you_mean(text, names) +
-                   "; valid: " + experiment::join_names(names) + " (see `attndev list algorithms`)");
+                   experiment::did_you_mean(text, names) + "; valid: " +
+                   experiment::join_names(names) + " (see `attndev list algorithms`)");
 }
 
 // A preset name ("kernel-bf16") or a JSON object ('{"base":"kernel-bf16","prob":"fp32"}').

@@ -119,7 +119,7 @@ double eigen_gemm_seconds(const attention::Shape& s, int threads) {
     const int r1 = static_cast<int>(static_cast<long>(s.seq_q) * (t + 1) / n_threads);
     for (int bh = 0; bh < s.batch * s.heads; ++bh) {
       scores[t].noalias() = q.middleRows(r0, r1 - r0) * k.transpose();  // (rows, N_kv)
-      out[t].noalias() = scores[t] * v;                                  // (rows, d)
+      out[t].noalias() = scores[t] * v;                                 // (rows, d)
     }
   };
   return seconds_of([&] {
@@ -137,11 +137,12 @@ std::vector<Config> configs_of(const BenchArgs& a) {
     return p->policy;
   };
   if (a.all) {
-    return {{"flash2 kernel-bf16", attention::Algorithm::flash2, named("kernel-bf16"), "kernel-bf16"},
-            {"flash1 kernel-bf16", attention::Algorithm::flash1, named("kernel-bf16"), "kernel-bf16"},
-            {"baseline torch-math-bf16", attention::Algorithm::baseline, named("torch-math-bf16"),
-             "torch-math-bf16"},
-            {"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"}};
+    return {
+        {"flash2 kernel-bf16", attention::Algorithm::flash2, named("kernel-bf16"), "kernel-bf16"},
+        {"flash1 kernel-bf16", attention::Algorithm::flash1, named("kernel-bf16"), "kernel-bf16"},
+        {"baseline torch-math-bf16", attention::Algorithm::baseline, named("torch-math-bf16"),
+         "torch-math-bf16"},
+        {"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"}};
   }
   const attention::Algorithm algo = parse_algorithm_arg(a.algo, "--algo");
   const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
@@ -192,8 +193,9 @@ void run_bench(const BenchArgs& a) {
   opt.block_c = a.bc;
   opt.threads = a.threads;
   if (a.generic) opt.path = attention::Options::Path::generic;
-  const int threads =
-      a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = a.threads > 0
+                          ? a.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const double flops = attention::forward_flops(shape, a.causal);
   const double full_flops = attention::forward_flops(shape, /*causal=*/false);
 
@@ -213,7 +215,8 @@ void run_bench(const BenchArgs& a) {
     check(c, shape, opt, out, m);
     if (m.check_ok) {
       for (int r = 0; r < a.repeats; ++r)
-        m.seconds.push_back(seconds_of([&] { out = attention::run(c.algorithm, c.policy, in, opt); }));
+        m.seconds.push_back(
+            seconds_of([&] { out = attention::run(c.algorithm, c.policy, in, opt); }));
       m.median = median_of(m.seconds);
       m.gflops = flops / m.median * 1e-9;
     } else {
@@ -233,8 +236,11 @@ void run_bench(const BenchArgs& a) {
   if (a.json) {
     nlohmann::json doc;
     doc["provenance"] = provenance_json();
-    doc["shape"] = {{"batch", shape.batch}, {"heads", shape.heads}, {"seq_q", shape.seq_q},
-                    {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}};
+    doc["shape"] = {{"batch", shape.batch},
+                    {"heads", shape.heads},
+                    {"seq_q", shape.seq_q},
+                    {"seq_kv", shape.seq_kv},
+                    {"head_dim", shape.head_dim}};
     doc["causal"] = a.causal;
     doc["block_r"] = a.br;
     doc["block_c"] = a.bc;
@@ -262,10 +268,11 @@ void run_bench(const BenchArgs& a) {
     doc["results"] = rows;
     std::printf("%s\n", doc.dump(2).c_str());
   } else {
-    std::printf("attention forward B=%d H=%d N_q=%d N_kv=%d d=%d%s Br=%d Bc=%d, %d threads, "
-                "median of %d, %.3g GFLOP\n",
-                shape.batch, shape.heads, shape.seq_q, shape.seq_kv, shape.head_dim,
-                a.causal ? " causal" : "", a.br, a.bc, threads, a.repeats, flops * 1e-9);
+    std::printf(
+        "attention forward B=%d H=%d N_q=%d N_kv=%d d=%d%s Br=%d Bc=%d, %d threads, "
+        "median of %d, %.3g GFLOP\n",
+        shape.batch, shape.heads, shape.seq_q, shape.seq_kv, shape.head_dim,
+        a.causal ? " causal" : "", a.br, a.bc, threads, a.repeats, flops * 1e-9);
     Table table({"variant", "path", "median s", "GFLOP/s", "x eigen f32", "x eigen f64"});
     auto fixed = [](double x, int digits) {
       char buf[64];
@@ -285,7 +292,8 @@ void run_bench(const BenchArgs& a) {
     table.add_row({"eigen gemm f64 (same FLOPs)", "-", fixed(gemm64, 4),
                    fixed(flops / gemm64 * 1e-9, 1), fixed(gemm64 / gemm32, 2), "1.00"});
     table.print(stdout);
-    std::printf("x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
+    std::printf(
+        "x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
   }
   if (!all_ok) throw CommandExit{kExitFailure};
 }
@@ -295,7 +303,8 @@ void run_bench(const BenchArgs& a) {
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Time the CPU emulator (median of repeats, GFLOP/s) against an Eigen GEMM of equal FLOPs");
+      "bench",
+      "Time the CPU emulator (median of repeats, GFLOP/s) against an Eigen GEMM of equal FLOPs");
   cmd->add_option("--n", args->n, "Query sequence length N_q")->capture_default_str();
   cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)");
   cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();

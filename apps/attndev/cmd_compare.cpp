@@ -26,7 +26,8 @@ void add_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("compare", "Compare two result folders on matching points");
   cmd->add_option("a", args->a, "Results folder A (the reference)")->required();
   cmd->add_option("b", args->b, "Results folder B")->required();
-  cmd->add_option("-m,--metric", args->metrics, "Metric to compare (repeatable; default: A's config metrics)");
+  cmd->add_option("-m,--metric", args->metrics,
+                  "Metric to compare (repeatable; default: A's config metrics)");
   cmd->add_option("--rows", args->rows, "Matched rows listed for the first metric");
   cmd->callback([args] {
     experiment::Comparison c;
@@ -35,16 +36,20 @@ void add_compare_command(CLI::App& app) {
     } catch (const experiment::OutputDirError& e) {
       throw UsageError(e.what());
     }
-    std::printf("matched %zu (point, variant) rows; %zu only in A, %zu only in B; %zu status changes\n\n",
-                c.matched, c.only_a, c.only_b, c.status_changes);
+    std::printf(
+        "matched %zu (point, variant) rows; %zu only in A, %zu only in B; %zu status changes\n\n",
+        c.matched, c.only_a, c.only_b, c.status_changes);
     if (c.matched == 0) {
-      std::fprintf(stderr, "attndev compare: nothing to compare: no point of A is in B (different configs?)\n");
+      std::fprintf(
+          stderr,
+          "attndev compare: nothing to compare: no point of A is in B (different configs?)\n");
       throw CommandExit{kExitNothingCompared};
     }
     Table summary({"metric", "compared", "identical", "geomean B/A", "min B/A", "max B/A"});
     for (const experiment::MetricChange& m : c.metrics)
       summary.add_row({m.metric, std::to_string(m.compared), std::to_string(m.identical),
-                       experiment::short_number(m.geomean_ratio), experiment::short_number(m.min_ratio),
+                       experiment::short_number(m.geomean_ratio),
+                       experiment::short_number(m.min_ratio),
                        experiment::short_number(m.max_ratio)});
     summary.print(stdout);
     std::printf("\n%s", c.table.c_str());

@@ -128,7 +128,8 @@ void print_presets() {
   Table t(header);
   for (const numerics::PolicyPreset& p : numerics::kPolicyPresets) {
     std::vector<std::string> row = {std::string(p.name)};
-    for (numerics::Stage s : numerics::kAllStages) row.push_back(numerics::format_name(p.policy[s]));
+    for (numerics::Stage s : numerics::kAllStages)
+      row.push_back(numerics::format_name(p.policy[s]));
     row.push_back(p.policy.fma ? "yes" : "no");
     t.add_row(row);
   }

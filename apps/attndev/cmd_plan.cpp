@@ -23,11 +23,14 @@ namespace attndev::app {
 
 namespace {
 
-std::string axis_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string axis_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 // Seconds per FLOP of one algorithm/policy on this machine, from one small problem. The emulator's
 // cost is close to linear in FLOPs at a fixed policy, which is what the estimate assumes.
-double seconds_per_flop(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy, int threads) {
+double seconds_per_flop(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                        int threads) {
   attention::Shape shape{1, 1, 256, 256, 64};
   const attention::Inputs inputs =
       experiment::make_inputs(shape, experiment::Distribution{}, /*seed=*/0, policy.input);
@@ -51,12 +54,16 @@ void add_plan_command(CLI::App& app) {
     int threads = 0;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("plan", "Show the points, variants, skipped points, FLOPs and estimated time of a config");
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Show the points, variants, skipped points, FLOPs and estimated time of a config");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
-  cmd->add_option("-a,--axis", args->overrides, "Override an axis: -a seq_len=[512,1024] (repeatable)");
-  cmd->add_option("--shard", args->shard, "Only the points of shard i/N (or auto, auto/N under SLURM)");
+  cmd->add_option("-a,--axis", args->overrides,
+                  "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->add_option("--shard", args->shard,
+                  "Only the points of shard i/N (or auto, auto/N under SLURM)");
   cmd->add_option("--max-points", args->max_points, "Points listed (the totals always cover all)");
-  cmd->add_flag("--no-estimate", args->no_estimate, "Skip the calibration run behind the time estimate");
+  cmd->add_flag("--no-estimate", args->no_estimate,
+                "Skip the calibration run behind the time estimate");
   cmd->add_option("-j,--threads", args->threads, "Threads the estimate assumes (0: all)");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
@@ -81,13 +88,18 @@ void add_plan_command(CLI::App& app) {
       const int ref = config.ratio_reference(v);
       variants.add_row({x.name, attention::algorithm_name(x.algorithm), x.policy_label,
                         experiment::backend_name(x.backend), x.baseline ? "yes" : "",
-                        ref >= 0 && static_cast<std::size_t>(ref) != v ? config.variants[static_cast<std::size_t>(ref)].name : ""});
+                        ref >= 0 && static_cast<std::size_t>(ref) != v
+                            ? config.variants[static_cast<std::size_t>(ref)].name
+                            : ""});
     }
     variants.print(stdout, /*left_align_all=*/true);
 
     std::printf("\npoints: %zu%s (%zu trial(s) x %zu axis combinations)\n", points.size(),
-                shard.count > 1 ? (" in shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + " of " +
-                                   std::to_string(plan.points.size())).c_str() : "",
+                shard.count > 1
+                    ? (" in shard " + std::to_string(shard.index) + "/" +
+                       std::to_string(shard.count) + " of " + std::to_string(plan.points.size()))
+                          .c_str()
+                    : "",
                 config.seeds.size(), plan.points.size() / config.seeds.size());
     std::vector<std::string> header = {"#", "id"};
     for (const std::string& a : plan.varying_axes) header.push_back(a);
@@ -112,7 +124,8 @@ void add_plan_command(CLI::App& app) {
       Table skipped(sh);
       for (std::size_t i = 0; i < plan.skipped.size() && i < args->max_points; ++i) {
         std::vector<std::string> row;
-        for (const std::string& a : plan.varying_axes) row.push_back(axis_text(plan.skipped[i].axes[a]));
+        for (const std::string& a : plan.varying_axes)
+          row.push_back(axis_text(plan.skipped[i].axes[a]));
         row.push_back(plan.skipped[i].reason);
         skipped.add_row(row);
       }
@@ -131,7 +144,8 @@ void add_plan_command(CLI::App& app) {
       input_sets.insert(p->input_key);
       for (std::size_t v = 0; v < config.variants.size(); ++v) {
         const experiment::Variant& x = config.variants[v];
-        if (goldens.insert({p->input_key, static_cast<int>(x.policy.input)}).second) golden_flops += f;
+        if (goldens.insert({p->input_key, static_cast<int>(x.policy.input)}).second)
+          golden_flops += f;
         if (experiment::tile_independent(x) && !shared.insert({p->input_key, v}).second) continue;
         variant_flops += f;
         flops_by_variant[v] += f;
@@ -140,15 +154,17 @@ void add_plan_command(CLI::App& app) {
     std::printf("\nwork: %.3g GFLOP in variants, %.3g GFLOP in fp64 goldens (%zu input sets)\n",
                 variant_flops / 1e9, golden_flops / 1e9, input_sets.size());
     if (args->no_estimate) return;
-    double seconds = golden_flops * seconds_per_flop(attention::Algorithm::baseline, numerics::kGoldenPolicy, args->threads);
+    double seconds = golden_flops * seconds_per_flop(attention::Algorithm::baseline,
+                                                     numerics::kGoldenPolicy, args->threads);
     for (const auto& [v, f] : flops_by_variant) {
       const experiment::Variant& x = config.variants[v];
       if (x.backend != experiment::Backend::cpu) continue;
       seconds += f * seconds_per_flop(x.algorithm, x.policy, args->threads);
     }
-    std::printf("estimated time: %s on this machine (calibrated on one 256x256x64 problem per variant; "
-                "cuda variants not counted)\n",
-                experiment::format_duration(seconds).c_str());
+    std::printf(
+        "estimated time: %s on this machine (calibrated on one 256x256x64 problem per variant; "
+        "cuda variants not counted)\n",
+        experiment::format_duration(seconds).c_str());
   });
 }
 

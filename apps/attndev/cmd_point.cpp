@@ -74,12 +74,18 @@ double ratio(double variant, double baseline) {
 }
 
 nlohmann::json deviation_json(const metrics::Deviation& d, double seconds) {
-  return {{"max_abs", json_number(d.max_abs)},   {"mean_abs", json_number(d.mean_abs)},
-          {"std_abs", json_number(d.std_abs)},   {"rmse", json_number(d.rmse)},
-          {"rel_l2", json_number(d.rel_l2)},     {"max_rel", json_number(d.max_rel)},
-          {"cos_sim", json_number(d.cos_sim)},   {"nan_count", d.nan_count},
-          {"inf_count", d.inf_count},            {"worst_index", d.worst_index},
-          {"count", d.count},                    {"time_s", seconds}};
+  return {{"max_abs", json_number(d.max_abs)},
+          {"mean_abs", json_number(d.mean_abs)},
+          {"std_abs", json_number(d.std_abs)},
+          {"rmse", json_number(d.rmse)},
+          {"rel_l2", json_number(d.rel_l2)},
+          {"max_rel", json_number(d.max_rel)},
+          {"cos_sim", json_number(d.cos_sim)},
+          {"nan_count", d.nan_count},
+          {"inf_count", d.inf_count},
+          {"worst_index", d.worst_index},
+          {"count", d.count},
+          {"time_s", seconds}};
 }
 
 std::string where(const attention::Tensor& t, std::int64_t flat) {
@@ -121,8 +127,7 @@ void run_point(const PointArgs& a) {
   } else {
     constexpr std::string_view kPlacements[] = {"scores", "query"};
     throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"" +
-                     experiment::did_you_mean(a.scale_on, kPlacements) +
-                     "; valid: scores, query");
+                     experiment::did_you_mean(a.scale_on, kPlacements) + "; valid: scores, query");
   }
   options.causal = a.causal;
   options.block_r = a.br;
@@ -178,12 +183,12 @@ void run_point(const PointArgs& a) {
       a.backend == "cuda" ? a.algo + " (cuda)" : attention::algorithm_name(algorithm);
   if (a.json) {
     nlohmann::json ratios = nlohmann::json::object();
-    for (const auto& [name, v, b] : {std::tuple{"max_abs", dv.max_abs, db.max_abs},
-                                     std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
-                                     std::tuple{"std_abs", dv.std_abs, db.std_abs},
-                                     std::tuple{"rmse", dv.rmse, db.rmse},
-                                     std::tuple{"rel_l2", dv.rel_l2, db.rel_l2},
-                                     std::tuple{"max_rel", dv.max_rel, db.max_rel}})
+    for (const auto& [name, v, b] :
+         {std::tuple{"max_abs", dv.max_abs, db.max_abs},
+          std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
+          std::tuple{"std_abs", dv.std_abs, db.std_abs}, std::tuple{"rmse", dv.rmse, db.rmse},
+          std::tuple{"rel_l2", dv.rel_l2, db.rel_l2},
+          std::tuple{"max_rel", dv.max_rel, db.max_rel}})
       ratios[name] = json_number(ratio(v, b));
     const nlohmann::json out = {
         {"point",
@@ -216,17 +221,18 @@ void run_point(const PointArgs& a) {
     return;
   }
 
-  std::printf("point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
-              "causal=%s scale-on=%s dist=%s seed=%llu\n",
-              algo_name.c_str(), experiment::policy_label(policy).c_str(),
-              experiment::policy_label(baseline_policy).c_str(), shape.batch, shape.heads,
-              shape.seq_q, shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no",
-              a.scale_on.c_str(), dist.describe().c_str(),
-              static_cast<unsigned long long>(a.seed));
-  std::printf("time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
-              "max_rel floor %s\n\n",
-              input_seconds, golden.seconds, variant.seconds, baseline.seconds,
-              format_number(floor).c_str());
+  std::printf(
+      "point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
+      "causal=%s scale-on=%s dist=%s seed=%llu\n",
+      algo_name.c_str(), experiment::policy_label(policy).c_str(),
+      experiment::policy_label(baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
+      shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no", a.scale_on.c_str(),
+      dist.describe().c_str(), static_cast<unsigned long long>(a.seed));
+  std::printf(
+      "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
+      "max_rel floor %s\n\n",
+      input_seconds, golden.seconds, variant.seconds, baseline.seconds,
+      format_number(floor).c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
     t.add_row({name, format_number(v), format_number(b), format_number(ratio(v, b), 2)});
@@ -251,7 +257,8 @@ void add_point_command(CLI::App& app) {
   auto args = std::make_shared<PointArgs>();
   CLI::App* cmd = app.add_subcommand(
       "point", "Measure one point: variant and same-precision baseline against the FP64 golden");
-  cmd->add_option("--algo", args->algo, "Algorithm: baseline, flash1, flash2")->capture_default_str();
+  cmd->add_option("--algo", args->algo, "Algorithm: baseline, flash1, flash2")
+      ->capture_default_str();
   cmd->add_option("--policy", args->policy,
                   "Precision policy: a preset name or a JSON object "
                   "('{\"base\":\"kernel-bf16\",\"prob\":\"fp32\"}')")

@@ -20,7 +20,8 @@ void add_report_command(CLI::App& app) {
     bool quiet_summary = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
   cmd->add_option("dir", args->dir, "Results folder of `attndev run`")->required();
   cmd->add_flag("--no-summary", args->quiet_summary, "Do not print summary.md");
   cmd->callback([args] {
@@ -31,9 +32,12 @@ void add_report_command(CLI::App& app) {
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
       experiment::write_result_tables(dir, config, plan, stored, invocation_provenance());
       if (!args->quiet_summary)
-        std::fputs(experiment::summary_markdown(config, plan, stored, invocation_provenance()).c_str(), stdout);
-      std::fprintf(stderr, "%s: %zu of %zu points, %zu rows (%zu duplicate rows ignored)\n", args->dir.c_str(),
-                   stored.done_points.size(), plan.points.size(), stored.rows.size(), stored.duplicate_rows);
+        std::fputs(
+            experiment::summary_markdown(config, plan, stored, invocation_provenance()).c_str(),
+            stdout);
+      std::fprintf(stderr, "%s: %zu of %zu points, %zu rows (%zu duplicate rows ignored)\n",
+                   args->dir.c_str(), stored.done_points.size(), plan.points.size(),
+                   stored.rows.size(), stored.duplicate_rows);
       if (stored.rows.empty()) throw CommandExit{kExitNothingCompared};
     } catch (const experiment::OutputDirError& e) {
       throw UsageError(e.what());

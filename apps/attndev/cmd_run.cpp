@@ -29,7 +29,9 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+extern "C" void on_stop_signal(int signal) {
+  g_stop_signal = signal;
+}
 
 // Installs the handlers for the lifetime of the run and restores the previous ones after, so a
 // second Ctrl-C during the final table writes still gets the default (immediate) behaviour only
@@ -70,22 +72,29 @@ void add_run_command(CLI::App& app) {
     bool print_summary = true;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("run", "Run an experiment config (resumes an interrupted run in the same folder)");
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run an experiment config (resumes an interrupted run in the same folder)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("-o,--out", args->out, "Output folder (default: results/<config name>)");
-  cmd->add_option("-a,--axis", args->overrides, "Override an axis: -a seq_len=[512,1024] (repeatable)");
-  cmd->add_option("--shard", args->shard,
-                  "Run only shard i/N of the points; auto: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; "
-                  "auto/N: task id from SLURM, N shards");
-  cmd->add_flag("--force-new", args->force_new, "Delete results of a different config in the output folder");
-  cmd->add_option("-j,--threads", args->threads, "Threads per attention call (0: all hardware threads)");
-  cmd->add_option("--log-interval", args->log_interval, "Seconds between progress lines when stderr is not a terminal");
+  cmd->add_option("-a,--axis", args->overrides,
+                  "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->add_option(
+      "--shard", args->shard,
+      "Run only shard i/N of the points; auto: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; "
+      "auto/N: task id from SLURM, N shards");
+  cmd->add_flag("--force-new", args->force_new,
+                "Delete results of a different config in the output folder");
+  cmd->add_option("-j,--threads", args->threads,
+                  "Threads per attention call (0: all hardware threads)");
+  cmd->add_option("--log-interval", args->log_interval,
+                  "Seconds between progress lines when stderr is not a terminal");
   cmd->add_flag("!--no-summary", args->print_summary, "Do not print summary.md at the end");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
     const experiment::Config& config = loaded.config;
     const ShardSpec shard = parse_shard(args->shard);
-    if (args->threads < 0) throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
+    if (args->threads < 0)
+      throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
     experiment::Plan plan;
     try {
       plan = experiment::make_plan(config);
@@ -93,7 +102,8 @@ void add_run_command(CLI::App& app) {
       throw UsageError(args->config + ": " + e.what());
     }
     experiment::RunOptions options;
-    options.dir = args->out.empty() ? std::filesystem::path("results") / config.name : std::filesystem::path(args->out);
+    options.dir = args->out.empty() ? std::filesystem::path("results") / config.name
+                                    : std::filesystem::path(args->out);
     options.shard_index = shard.index;
     options.shard_count = shard.count;
     options.threads = args->threads;
@@ -102,10 +112,15 @@ void add_run_command(CLI::App& app) {
     options.config_text = loaded.text;
     options.stop_requested = [] { return g_stop_signal != 0; };
     experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, args->log_interval);
-    options.on_progress = [&progress](std::size_t done, std::size_t total) { progress.update(done, total); };
+    options.on_progress = [&progress](std::size_t done, std::size_t total) {
+      progress.update(done, total);
+    };
 
-    spdlog::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(), config.variants.size(),
-                 shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ")" : "",
+    spdlog::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
+                 config.variants.size(),
+                 shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
+                                       std::to_string(shard.count) + ")"
+                                 : "",
                  options.dir.string());
     experiment::RunReport report;
     {
@@ -118,14 +133,17 @@ void add_run_command(CLI::App& app) {
     }
     progress.finish();
     if (report.interrupted) {
-      spdlog::warn("interrupted by signal {}: {} of {} points of this shard are in {}; rerun the same command to resume",
-                   static_cast<int>(g_stop_signal), report.already_done + report.ran, report.shard_points,
-                   report.results_file.string());
+      spdlog::warn(
+          "interrupted by signal {}: {} of {} points of this shard are in {}; rerun the same "
+          "command to resume",
+          static_cast<int>(g_stop_signal), report.already_done + report.ran, report.shard_points,
+          report.results_file.string());
       throw CommandExit{kExitInterrupted};
     }
-    spdlog::info("{} points ({} resumed, {} run now); rows: {} ok, {} failed, {} skipped; results in {}",
-                 report.shard_points, report.already_done, report.ran, report.rows_ok, report.rows_failed,
-                 report.rows_skipped, options.dir.string());
+    spdlog::info(
+        "{} points ({} resumed, {} run now); rows: {} ok, {} failed, {} skipped; results in {}",
+        report.shard_points, report.already_done, report.ran, report.rows_ok, report.rows_failed,
+        report.rows_skipped, options.dir.string());
     if (report.tables_written && args->print_summary && spdlog::get_level() <= spdlog::level::info)
       std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
     if (!report.tables_written)

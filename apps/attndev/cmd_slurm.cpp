@@ -119,8 +119,9 @@ void add_slurm_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "slurm", "Write sbatch scripts that run a config as a SLURM job array (one task per shard) "
-               "plus a merge job; --submit submits them");
+      "slurm",
+      "Write sbatch scripts that run a config as a SLURM job array (one task per shard) "
+      "plus a merge job; --submit submits them");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("--shards", args->shards, "Number of shards = array tasks")->required();
   cmd->add_option("-o,--out", args->out, "Output folder shared by all tasks (cluster file system)")
@@ -154,7 +155,8 @@ void add_slurm_command(CLI::App& app) {
     const fs::path frozen_config = slurm_dir / "config.json";
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
+    if (ec)
+      throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
 
     experiment::SlurmOptions options;
     options.attndev_path = self.string();
@@ -183,8 +185,10 @@ void add_slurm_command(CLI::App& app) {
       }
     }
     if (args->submit && !on_path("sbatch")) {
-      throw UsageError("--submit: sbatch is not on PATH; run this on a SLURM login node, or "
-                       "drop --submit and run " + (slurm_dir / "submit.sh").string() + " there");
+      throw UsageError(
+          "--submit: sbatch is not on PATH; run this on a SLURM login node, or "
+          "drop --submit and run " +
+          (slurm_dir / "submit.sh").string() + " there");
     }
 
     // The manifest is written now, once, rather than by N tasks racing to create it; it also
@@ -216,8 +220,10 @@ void add_slurm_command(CLI::App& app) {
     const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
     std::fputs(submitted.c_str(), stdout);
     if (rc != 0) {
-      spdlog::error("submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
-                    "above and run submit.sh", rc, slurm_dir.string());
+      spdlog::error(
+          "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
+          "above and run submit.sh",
+          rc, slurm_dir.string());
       throw CommandExit{kExitFailure};
     }
   });

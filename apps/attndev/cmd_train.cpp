@@ -69,8 +69,10 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
       j = train::read_json_file(args.config);
       if (args.steps > 0) {
         // --steps overrides every run (the study's base) before validation.
-        if (train::is_study(j)) j["base"]["steps"] = args.steps;
-        else j["steps"] = args.steps;
+        if (train::is_study(j))
+          j["base"]["steps"] = args.steps;
+        else
+          j["steps"] = args.steps;
       }
       if (train::is_study(j)) {
         study = train::parse_study_config(j, args.quick);
@@ -83,14 +85,16 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
       throw UsageError(args.config + ": " + e.path() + ": " + e.message());
     }
   }();
-  const int threads = args.threads > 0 ? args.threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = args.threads > 0
+                          ? args.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   // Load every corpus before creating the output folder: a missing text is a usage error that
   // leaves nothing behind.
   try {
     if (is_study_config) {
-      for (const train::TrainConfig& c : study.runs) train::load_corpus(args.text.empty() ? c.text : args.text);
+      for (const train::TrainConfig& c : study.runs)
+        train::load_corpus(args.text.empty() ? c.text : args.text);
     } else {
       train::load_corpus(args.text.empty() ? single.text : args.text);
     }
@@ -127,8 +131,7 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
     io::write_file_atomic(out / "study.json", record.dump(2) + "\n");
     spdlog::info("study {}: {} comparison rows; see {}", study.name, r.compared_rows,
                  (out / "summary.md").string());
-    if (r.compared_rows == 0 && !study.pairs.empty())
-      throw CommandExit{kExitNothingCompared};
+    if (r.compared_rows == 0 && !study.pairs.empty()) throw CommandExit{kExitNothingCompared};
   } else {
     options.progress = [&](const std::string& run, const train::StepLog& l) {
       progress_line(run, l, single.log_every, single.steps);
@@ -149,8 +152,9 @@ void add_train_command(CLI::App& app) {
       "train", "Train the small transformer on the CPU with emulated attention (a run or a study)");
   cmd->add_option("config", args->config, "Run or study config (JSON)")->required();
   cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)");
-  cmd->add_option("--text", args->text,
-                  "Train on this text file instead of the default corpus (Debian package fortunes-min)");
+  cmd->add_option(
+      "--text", args->text,
+      "Train on this text file instead of the default corpus (Debian package fortunes-min)");
   cmd->add_flag("--quick", args->quick, "Study: merge the config's \"quick\" block (the CI form)");
   cmd->add_option("--steps", args->steps, "Override the number of steps of every run")
       ->check(CLI::Range(1, 1000000));

@@ -19,9 +19,11 @@ void add_validate_command(CLI::App& app) {
     std::vector<std::string> overrides;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("validate", "Check an experiment config (nothing runs, nothing is written)");
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check an experiment config (nothing runs, nothing is written)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
-  cmd->add_option("-a,--axis", args->overrides, "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->add_option("-a,--axis", args->overrides,
+                  "Override an axis: -a seq_len=[512,1024] (repeatable)");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
     experiment::Plan plan;
@@ -30,9 +32,11 @@ void add_validate_command(CLI::App& app) {
     } catch (const experiment::ConfigError& e) {
       throw UsageError(args->config + ": " + e.what());
     }
-    std::printf("%s: ok: \"%s\", %zu points x %zu variants (%zu axis combinations skipped), config hash %s\n",
-                args->config.c_str(), loaded.config.name.c_str(), plan.points.size(),
-                loaded.config.variants.size(), plan.skipped.size(), loaded.config.hash.c_str());
+    std::printf(
+        "%s: ok: \"%s\", %zu points x %zu variants (%zu axis combinations skipped), config hash "
+        "%s\n",
+        args->config.c_str(), loaded.config.name.c_str(), plan.points.size(),
+        loaded.config.variants.size(), plan.skipped.size(), loaded.config.hash.c_str());
   });
 }
 

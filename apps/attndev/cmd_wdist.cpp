@@ -86,12 +86,13 @@ void print_table(const WdistOptions& opt, const std::vector<Row>& rows,
                 static_cast<long long>(r.d.nan_b));
   }
   const bool elementwise = g.same_shape_tensors > 0;
-  std::printf("\naggregate over %lld tensors (%lld elements): W1 element-weighted mean %s, "
-              "max|a-b| %s, rel L2 %s (%lld tensors of equal shape)\n",
-              static_cast<long long>(g.tensors), static_cast<long long>(g.elements),
-              num(g.w1_mean, "%.4e").c_str(), elementwise ? num(g.max_abs, "%.4e").c_str() : "-",
-              elementwise ? num(g.rel_l2, "%.4e").c_str() : "-",
-              static_cast<long long>(g.same_shape_tensors));
+  std::printf(
+      "\naggregate over %lld tensors (%lld elements): W1 element-weighted mean %s, "
+      "max|a-b| %s, rel L2 %s (%lld tensors of equal shape)\n",
+      static_cast<long long>(g.tensors), static_cast<long long>(g.elements),
+      num(g.w1_mean, "%.4e").c_str(), elementwise ? num(g.max_abs, "%.4e").c_str() : "-",
+      elementwise ? num(g.rel_l2, "%.4e").c_str() : "-",
+      static_cast<long long>(g.same_shape_tensors));
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
@@ -111,13 +112,13 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     text += key + "," + shape(r.a->shape) + "," + shape(r.b->shape) + "," +
             io::dtype_name(r.a->dtype) + "," + io::dtype_name(r.b->dtype) + "," +
             std::to_string(r.d.count_a) + "," + std::to_string(r.d.count_b) + "," +
-            num(r.d.w1, "%.17g") + "," + (r.d.same_shape ? num(r.d.max_abs, "%.17g") : "") +
-            "," + (r.d.same_shape ? num(r.d.rel_l2, "%.17g") : "") + "," +
-            std::to_string(r.d.nan_a) + "," + std::to_string(r.d.nan_b) + "," +
-            std::to_string(r.d.inf_a) + "," + std::to_string(r.d.inf_b) + "\n";
+            num(r.d.w1, "%.17g") + "," + (r.d.same_shape ? num(r.d.max_abs, "%.17g") : "") + "," +
+            (r.d.same_shape ? num(r.d.rel_l2, "%.17g") : "") + "," + std::to_string(r.d.nan_a) +
+            "," + std::to_string(r.d.nan_b) + "," + std::to_string(r.d.inf_a) + "," +
+            std::to_string(r.d.inf_b) + "\n";
   }
-  io::write_file_atomically(path, std::span(reinterpret_cast<const unsigned char*>(text.data()),
-                                            text.size()));
+  io::write_file_atomically(
+      path, std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size()));
 }
 
 nlohmann::json to_json(const WdistOptions& opt, const std::vector<Row>& rows,
@@ -197,13 +198,17 @@ void run_wdist(const WdistOptions& opt) {
   } else if (!rows.empty()) {
     print_table(opt, rows, g);
   }
-  for (const std::string& k : m.only_a) std::fprintf(stderr, "attndev wdist: only in A: %s\n", k.c_str());
-  for (const std::string& k : m.only_b) std::fprintf(stderr, "attndev wdist: only in B: %s\n", k.c_str());
+  for (const std::string& k : m.only_a)
+    std::fprintf(stderr, "attndev wdist: only in A: %s\n", k.c_str());
+  for (const std::string& k : m.only_b)
+    std::fprintf(stderr, "attndev wdist: only in B: %s\n", k.c_str());
   std::int64_t nan_tensors = 0;
   for (const Row& r : rows) nan_tensors += (r.d.nan_a + r.d.nan_b) > 0;
   if (nan_tensors > 0) {
-    std::fprintf(stderr, "attndev wdist: %lld tensor(s) hold NaN values (see the NaN column); "
-                         "their W1 is nan\n", static_cast<long long>(nan_tensors));
+    std::fprintf(stderr,
+                 "attndev wdist: %lld tensor(s) hold NaN values (see the NaN column); "
+                 "their W1 is nan\n",
+                 static_cast<long long>(nan_tensors));
   }
   if (rows.empty()) {
     // Nothing compared is never a success (exit_codes.hpp).
@@ -218,8 +223,9 @@ void run_wdist(const WdistOptions& opt) {
 void add_wdist_command(CLI::App& app) {
   auto opt = std::make_shared<WdistOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "wdist", "Compare two checkpoints (safetensors/.npy files or folders) tensor by tensor: "
-               "Wasserstein-1, max|a-b|, relative L2");
+      "wdist",
+      "Compare two checkpoints (safetensors/.npy files or folders) tensor by tensor: "
+      "Wasserstein-1, max|a-b|, relative L2");
   cmd->add_option("A", opt->a, "Reference checkpoint: a .safetensors/.npy file or a folder")
       ->required();
   cmd->add_option("B", opt->b, "Checkpoint compared against A (same kind of path)")->required();

@@ -4,9 +4,9 @@
 namespace attndev::app {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;           // a run failed (I/O error, a variant failed, ...)
-inline constexpr int kExitUsage = 2;             // bad flags, bad config, bad input file
-inline constexpr int kExitNothingCompared = 3;   // every variant was skipped: nothing was measured
-inline constexpr int kExitInterrupted = 75;      // SIGINT/SIGTERM: results flushed, rerun resumes
+inline constexpr int kExitFailure = 1;          // a run failed (I/O error, a variant failed, ...)
+inline constexpr int kExitUsage = 2;            // bad flags, bad config, bad input file
+inline constexpr int kExitNothingCompared = 3;  // every variant was skipped: nothing was measured
+inline constexpr int kExitInterrupted = 75;     // SIGINT/SIGTERM: results flushed, rerun resumes
 
 }  // namespace attndev::app

@@ -22,7 +22,8 @@ struct LoadedConfig {
   std::string text;  // verbatim, for provenance
 };
 
-inline LoadedConfig load_config_or_usage(const std::string& path, const std::vector<std::string>& overrides) {
+inline LoadedConfig load_config_or_usage(const std::string& path,
+                                         const std::vector<std::string>& overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(path + ": cannot read the config file (does it exist?)");
   std::ostringstream text;
@@ -85,18 +86,22 @@ inline ShardSpec parse_shard(const std::string& text) {
   const char* hint = " (use --shard i/N with 0 <= i < N, --shard auto or --shard auto/N)";
   if (first == "auto") {
     const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
-    if (!id) throw UsageError(std::string("--shard auto: SLURM_ARRAY_TASK_ID is not set (not a job array?)") + hint);
+    if (!id)
+      throw UsageError(
+          std::string("--shard auto: SLURM_ARRAY_TASK_ID is not set (not a job array?)") + hint);
     s.index = parse_count(id, "SLURM_ARRAY_TASK_ID");
     if (slash != std::string::npos) {
       s.count = parse_count(text.substr(slash + 1), "--shard " + text);
     } else {
       const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
-      if (!count) throw UsageError(std::string("--shard auto: SLURM_ARRAY_TASK_COUNT is not set") + hint);
+      if (!count)
+        throw UsageError(std::string("--shard auto: SLURM_ARRAY_TASK_COUNT is not set") + hint);
       s.count = parse_count(count, "SLURM_ARRAY_TASK_COUNT");
       const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
       if (min && parse_count(min, "SLURM_ARRAY_TASK_MIN") != 0)
         throw UsageError("--shard auto: the job array does not start at 0 (SLURM_ARRAY_TASK_MIN=" +
-                         std::string(min) + "), so its task count is not the shard count; "
+                         std::string(min) +
+                         "), so its task count is not the shard count; "
                          "pass the shard count explicitly: --shard auto/N");
     }
   } else {
@@ -106,7 +111,8 @@ inline ShardSpec parse_shard(const std::string& text) {
   }
   if (s.count == 0 || s.index >= s.count)
     throw UsageError("--shard " + text + ": shard index " + std::to_string(s.index) +
-                     " is not in 0.." + (s.count ? std::to_string(s.count - 1) : std::string("?")) + hint);
+                     " is not in 0.." + (s.count ? std::to_string(s.count - 1) : std::string("?")) +
+                     hint);
   return s;
 }
 

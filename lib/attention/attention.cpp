@@ -22,12 +22,14 @@ void require(bool ok, const std::string& message) {
 
 void validate_tensor(const Tensor& t, const char* name) {
   const std::string n(name);
-  require(t.batch >= 1, "inputs." + n + ".batch must be >= 1 (got " + std::to_string(t.batch) + ")");
-  require(t.heads >= 1, "inputs." + n + ".heads must be >= 1 (got " + std::to_string(t.heads) + ")");
+  require(t.batch >= 1,
+          "inputs." + n + ".batch must be >= 1 (got " + std::to_string(t.batch) + ")");
+  require(t.heads >= 1,
+          "inputs." + n + ".heads must be >= 1 (got " + std::to_string(t.heads) + ")");
   require(t.rows >= 1, "inputs." + n + ".rows (sequence length) must be >= 1 (got " +
                            std::to_string(t.rows) + "): empty tensor");
-  require(t.cols >= 1, "inputs." + n + ".cols (head_dim) must be >= 1 (got " +
-                           std::to_string(t.cols) + ")");
+  require(t.cols >= 1,
+          "inputs." + n + ".cols (head_dim) must be >= 1 (got " + std::to_string(t.cols) + ")");
   const std::size_t expected = static_cast<std::size_t>(t.batch) * t.heads * t.rows * t.cols;
   require(t.data.size() == expected,
           "inputs." + n + ".data has " + std::to_string(t.data.size()) +
@@ -59,9 +61,9 @@ void validate(const Inputs& in, const Options& options) {
   require(options.threads >= 0, "options.threads must be >= 0 (0: all hardware threads; got " +
                                     std::to_string(options.threads) + ")");
   if (options.scale) {
-    require(std::isfinite(*options.scale) && *options.scale != 0.0,
-            "options.scale must be finite and non-zero (got " + std::to_string(*options.scale) +
-                ")");
+    require(
+        std::isfinite(*options.scale) && *options.scale != 0.0,
+        "options.scale must be finite and non-zero (got " + std::to_string(*options.scale) + ")");
   }
 }
 
@@ -96,10 +98,17 @@ void run_generic(Algorithm algorithm, const detail::Problem& p, Output& out) {
   detail::parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const detail::RowBlock rb = detail::row_block(p.shape, rows, item);
     switch (algorithm) {
-      case Algorithm::baseline: detail::baseline_generic(p, rb, out); break;
-      case Algorithm::flash1: detail::flash1_generic(p, rb, out); break;
-      case Algorithm::flash2: detail::flash2_generic(p, rb, out); break;
-      default: throw std::logic_error("run_generic: fp8 algorithms run through run_fp8");
+      case Algorithm::baseline:
+        detail::baseline_generic(p, rb, out);
+        break;
+      case Algorithm::flash1:
+        detail::flash1_generic(p, rb, out);
+        break;
+      case Algorithm::flash2:
+        detail::flash2_generic(p, rb, out);
+        break;
+      default:
+        throw std::logic_error("run_generic: fp8 algorithms run through run_fp8");
     }
   });
 }
@@ -126,7 +135,7 @@ namespace detail {
 // score, prob, output) may be any format whose rounding from float is one bit operation.
 FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (algorithm == Algorithm::flash1) return FastKind::none;  // FA-1 is studied, not timed
-  if (is_fp8_algorithm(algorithm)) return FastKind::none;      // generic only (fp8_attention.hpp)
+  if (is_fp8_algorithm(algorithm)) return FastKind::none;     // generic only (fp8_attention.hpp)
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
   if (policy.score_accum == Format::fp32 && policy.stats == Format::fp32 &&
       policy.out_accum == Format::fp32 && float_storage(policy.input) &&
@@ -156,13 +165,20 @@ RowBlock row_block(const Shape& shape, int rows, std::size_t item) {
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::baseline: return "baseline";
-    case Algorithm::flash1: return "flash1";
-    case Algorithm::flash2: return "flash2";
-    case Algorithm::flash3_fp8: return "flash3-fp8";
-    case Algorithm::flash3_fp8_per_tensor: return "flash3-fp8-per-tensor";
-    case Algorithm::flash3_fp8_no_hadamard: return "flash3-fp8-no-hadamard";
-    case Algorithm::baseline_fp8: return "baseline-fp8";
+    case Algorithm::baseline:
+      return "baseline";
+    case Algorithm::flash1:
+      return "flash1";
+    case Algorithm::flash2:
+      return "flash2";
+    case Algorithm::flash3_fp8:
+      return "flash3-fp8";
+    case Algorithm::flash3_fp8_per_tensor:
+      return "flash3-fp8-per-tensor";
+    case Algorithm::flash3_fp8_no_hadamard:
+      return "flash3-fp8-no-hadamard";
+    case Algorithm::baseline_fp8:
+      return "baseline-fp8";
   }
   return "?";
 }
@@ -186,7 +202,8 @@ bool parse_algorithm(std::string_view text, Algorithm& out) {
 const char* algorithm_description(Algorithm a) {
   switch (a) {
     case Algorithm::baseline:
-      return "materialized S and P: S = scale*QK^T, P = softmax(S) with row-max subtraction, O = PV";
+      return "materialized S and P: S = scale*QK^T, P = softmax(S) with row-max subtraction, O = "
+             "PV";
     case Algorithm::flash1:
       return "FlashAttention-1 (Alg. 1): outer loop over K/V blocks, O/l/m stored after each block";
     case Algorithm::flash2:
@@ -209,9 +226,12 @@ const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& po
                         const Options& options) {
   if (options.path == Options::Path::generic) return "generic";
   switch (detail::fast_kind(algorithm, policy)) {
-    case detail::FastKind::f32: return "fast-f32";
-    case detail::FastKind::f64: return "fast-f64";
-    case detail::FastKind::none: break;
+    case detail::FastKind::f32:
+      return "fast-f32";
+    case detail::FastKind::f64:
+      return "fast-f64";
+    case detail::FastKind::none:
+      break;
   }
   return "generic";
 }
@@ -236,10 +256,18 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
     return out;
   }
   switch (algorithm) {
-    case Algorithm::baseline: detail::baseline_fast(p, kind, out); break;
-    case Algorithm::flash1: run_generic(algorithm, p, out); break;
-    case Algorithm::flash2: detail::flash2_fast(p, kind, out); break;
-    default: run_generic(algorithm, p, out); break;
+    case Algorithm::baseline:
+      detail::baseline_fast(p, kind, out);
+      break;
+    case Algorithm::flash1:
+      run_generic(algorithm, p, out);
+      break;
+    case Algorithm::flash2:
+      detail::flash2_fast(p, kind, out);
+      break;
+    default:
+      run_generic(algorithm, p, out);
+      break;
   }
   return out;
 }

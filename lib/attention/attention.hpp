@@ -21,10 +21,10 @@ enum class Algorithm : unsigned char {
   flash2,
   // fp8 algorithms (FA-3 Table 3; lib/attention/flash3_fp8.cpp, baseline_fp8.cpp): they quantize
   // Q, K, V to scaled e4m3 themselves, from inputs held in the policy's `input` format.
-  flash3_fp8,             // block quantization and incoherent processing as Options::fp8 says
-  flash3_fp8_per_tensor,  // flash3_fp8 without block quantization (one scale per tensor)
-  flash3_fp8_no_hadamard, // flash3_fp8 without incoherent processing (no Hadamard rotation)
-  baseline_fp8,           // per-tensor scaled e4m3 Q, K, V; the rest as `baseline` under the policy
+  flash3_fp8,              // block quantization and incoherent processing as Options::fp8 says
+  flash3_fp8_per_tensor,   // flash3_fp8 without block quantization (one scale per tensor)
+  flash3_fp8_no_hadamard,  // flash3_fp8 without incoherent processing (no Hadamard rotation)
+  baseline_fp8,  // per-tensor scaled e4m3 Q, K, V; the rest as `baseline` under the policy
 };
 
 inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
@@ -33,17 +33,18 @@ inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::f
 // Kept apart from kAllAlgorithms, whose members compute exactly what the policy says (tests over
 // kAllAlgorithms expect exact answers under exact policies); the fp8 algorithms always quantize
 // to e4m3 with real-valued scales, whatever the policy. parse_algorithm accepts both lists.
-inline constexpr Algorithm kFp8Algorithms[] = {Algorithm::flash3_fp8,
-                                               Algorithm::flash3_fp8_per_tensor,
-                                               Algorithm::flash3_fp8_no_hadamard,
-                                               Algorithm::baseline_fp8};
+inline constexpr Algorithm kFp8Algorithms[] = {
+    Algorithm::flash3_fp8, Algorithm::flash3_fp8_per_tensor, Algorithm::flash3_fp8_no_hadamard,
+    Algorithm::baseline_fp8};
 
 // Every algorithm a user can name (listings, config validation, suggestions).
-inline constexpr Algorithm kEveryAlgorithm[] = {
-    Algorithm::baseline,          Algorithm::flash1,
-    Algorithm::flash2,            Algorithm::flash3_fp8,
-    Algorithm::flash3_fp8_per_tensor, Algorithm::flash3_fp8_no_hadamard,
-    Algorithm::baseline_fp8};
+inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
+                                                Algorithm::flash1,
+                                                Algorithm::flash2,
+                                                Algorithm::flash3_fp8,
+                                                Algorithm::flash3_fp8_per_tensor,
+                                                Algorithm::flash3_fp8_no_hadamard,
+                                                Algorithm::baseline_fp8};
 
 inline constexpr bool is_fp8_algorithm(Algorithm a) {
   return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||

@@ -124,10 +124,12 @@ double raw_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int 
 }
 double scaled_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int d,
                     double score_scale) {
-  const double acc = dot_in(pol, pol.score_accum, &x.q[std::size_t(i) * d], &x.k[std::size_t(j) * d], d);
+  const double acc =
+      dot_in(pol, pol.score_accum, &x.q[std::size_t(i) * d], &x.k[std::size_t(j) * d], d);
   if (score_scale == 1.0) return pol.round(Stage::score, acc);
-  return pol.round(Stage::score, numerics::mul_in(pol.score_accum, acc,
-                                                  numerics::round_to(pol.score_accum, score_scale)));
+  return pol.round(
+      Stage::score,
+      numerics::mul_in(pol.score_accum, acc, numerics::round_to(pol.score_accum, score_scale)));
 }
 
 constexpr double kLog2e = 1.4426950408889634;
@@ -221,8 +223,9 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
   const double scale_log2 = pol.round(Stage::stats, score_scale * kLog2e);
   std::vector<double> lse_log2(nq);
   for (int i = 0; i < nq; ++i)
-    lse_log2[i] = x.lse[i] == kNegInf ? kNegInf
-                                       : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), kLog2e);
+    lse_log2[i] = x.lse[i] == kNegInf
+                      ? kNegInf
+                      : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), kLog2e);
   for (int j0 = 0; j0 < nk; j0 += bc) {
     const int j1 = std::min(nk, j0 + bc);
     for (int i0 = 0; i0 < nq; i0 += br) {
@@ -238,7 +241,8 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
             const double sij = raw_score(pol, x, i, j, d);
             const double arg =
                 pol.fma ? numerics::fma_in(pol.stats, sij, scale_log2, -lse2)
-                        : numerics::sub_in(pol.stats, numerics::mul_in(pol.stats, sij, scale_log2), lse2);
+                        : numerics::sub_in(pol.stats, numerics::mul_in(pol.stats, sij, scale_log2),
+                                           lse2);
             pij = numerics::exp2_in(pol.stats, arg);
           }
           p[std::size_t(i - i0) * bc + (j - j0)] = pij;
@@ -258,9 +262,9 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
           const double pij = p[std::size_t(i - i0) * bc + (j - j0)];
           double dsij = 0.0;
           if (pij != 0.0) {
-            const double dpij = pol.round(
-                Stage::score, dot_in(pol, pol.score_accum, &x.d_out[std::size_t(i) * d],
-                                     &x.v[std::size_t(j) * d], d));
+            const double dpij =
+                pol.round(Stage::score, dot_in(pol, pol.score_accum, &x.d_out[std::size_t(i) * d],
+                                               &x.v[std::size_t(j) * d], d));
             const double diff = numerics::sub_in(pol.stats, dpij, delta[i]);
             dsij = pol.round(Stage::prob, numerics::mul_in(pol.stats, pij, diff));
           }
@@ -271,14 +275,16 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
         for (int j = j0; j < j1; ++j) {
           const double w = ds[std::size_t(i - i0) * bc + (j - j0)];
           if (w != 0.0)
-            axpy_in(pol, pol.out_accum, &dk_acc[std::size_t(j) * d], w, &x.q[std::size_t(i) * d], d);
+            axpy_in(pol, pol.out_accum, &dk_acc[std::size_t(j) * d], w, &x.q[std::size_t(i) * d],
+                    d);
         }
       // dQ_i += dS K_j (the kernel's atomicAdd; here j-blocks arrive in order, so it is fixed).
       for (int i = i0; i < i1; ++i)
         for (int j = j0; j < j1; ++j) {
           const double w = ds[std::size_t(i - i0) * bc + (j - j0)];
           if (w != 0.0)
-            axpy_in(pol, pol.out_accum, &dq_acc[std::size_t(i) * d], w, &x.k[std::size_t(j) * d], d);
+            axpy_in(pol, pol.out_accum, &dq_acc[std::size_t(i) * d], w, &x.k[std::size_t(j) * d],
+                    d);
         }
     }
   }
@@ -310,8 +316,9 @@ Gradients backward(Algorithm algorithm, const PrecisionPolicy& policy, const Inp
               Tensor(s.batch, s.heads, s.seq_kv, s.head_dim),
               Tensor(s.batch, s.heads, s.seq_kv, s.head_dim)};
   const int pairs = s.batch * s.heads;
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::max(1, std::min(threads, pairs));
 
   auto work = [&](int first, int step) {
@@ -319,11 +326,10 @@ Gradients backward(Algorithm algorithm, const PrecisionPolicy& policy, const Inp
       const int b = bh / s.heads, h = bh % s.heads;
       const HeadIn x = load_head(policy, inputs, forward, d_out, options, scale, b, h);
       // score_scale multiplies dK at the end only when it was applied to the scores.
-      const HeadGrad hg =
-          algorithm == Algorithm::baseline
-              ? baseline_head(policy, x, s, options.causal, score_scale, dq_scale)
-              : flash2_head(policy, x, s, options.causal, score_scale, dq_scale, options.block_r,
-                            options.block_c);
+      const HeadGrad hg = algorithm == Algorithm::baseline
+                              ? baseline_head(policy, x, s, options.causal, score_scale, dq_scale)
+                              : flash2_head(policy, x, s, options.causal, score_scale, dq_scale,
+                                            options.block_r, options.block_c);
       put_head(g.dq, b, h, hg.dq);
       put_head(g.dk, b, h, hg.dk);
       put_head(g.dv, b, h, hg.dv);

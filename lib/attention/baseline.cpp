@@ -50,7 +50,8 @@ void baseline_generic(const Problem& p, const RowBlock& rb, Output& out) {
     for (int j = 0; j < n_vis; ++j) {
       const double* k_j = k + static_cast<std::size_t>(j) * d;
       double acc = 0.0;
-      for (int t = 0; t < d; ++t) acc = numerics::mac_in(pol.score_accum, fused, acc, q_i[t], k_j[t]);
+      for (int t = 0; t < d; ++t)
+        acc = numerics::mac_in(pol.score_accum, fused, acc, q_i[t], k_j[t]);
       const double scaled = p.scale_in_query ? acc : numerics::mul_in(pol.score_accum, acc, scale);
       s[j] = pol.round(Stage::score, scaled);
       m = std::max(m, s[j]);
@@ -60,11 +61,13 @@ void baseline_generic(const Problem& p, const RowBlock& rb, Output& out) {
       e[j] = numerics::exp_in(pol.stats, numerics::sub_in(pol.stats, s[j], m));
       l = numerics::add_in(pol.stats, l, e[j]);
     }
-    for (int j = 0; j < n_vis; ++j) s[j] = pol.round(Stage::prob, numerics::div_in(pol.stats, e[j], l));
+    for (int j = 0; j < n_vis; ++j)
+      s[j] = pol.round(Stage::prob, numerics::div_in(pol.stats, e[j], l));
     for (int t = 0; t < d; ++t) {
       double acc = 0.0;
       for (int j = 0; j < n_vis; ++j)
-        acc = numerics::mac_in(pol.out_accum, fused, acc, s[j], v[static_cast<std::size_t>(j) * d + t]);
+        acc = numerics::mac_in(pol.out_accum, fused, acc, s[j],
+                               v[static_cast<std::size_t>(j) * d + t]);
       o_i[t] = pol.round(Stage::output, acc);
     }
     lse[i] = m + std::log(l);

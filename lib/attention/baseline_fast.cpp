@@ -41,7 +41,7 @@ void baseline_block(const Problem& p, const Packed<T>& pk, const RowBlock& rb, O
   const T scale = static_cast<T>(p.score_scale());
   const int rows = rb.row_end - rb.row_begin;
 
-  std::vector<T> s(static_cast<std::size_t>(rows) * ld_s);      // (rows, N_kv padded): S, then P
+  std::vector<T> s(static_cast<std::size_t>(rows) * ld_s);        // (rows, N_kv padded): S, then P
   std::vector<T> acc(static_cast<std::size_t>(rows) * ld, T(0));  // (rows, ld)
   std::vector<int> count(static_cast<std::size_t>(rows));
   std::vector<double> lse_row(static_cast<std::size_t>(rows));
@@ -88,7 +88,8 @@ void baseline_block(const Problem& p, const Packed<T>& pk, const RowBlock& rb, O
     const int i = rb.row_begin + r;
     T* ar = acc.data() + static_cast<std::size_t>(r) * ld;
     round_in_place<T>(pol.output, ar, d);
-    for (int t = 0; t < d; ++t) o[static_cast<std::size_t>(i) * d + t] = count[r] ? static_cast<double>(ar[t]) : 0.0;
+    for (int t = 0; t < d; ++t)
+      o[static_cast<std::size_t>(i) * d + t] = count[r] ? static_cast<double>(ar[t]) : 0.0;
     lse[i] = lse_row[r];
   }
 }

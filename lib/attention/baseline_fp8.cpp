@@ -55,7 +55,8 @@ void baseline_fp8_rows(const Fp8Problem& f, const RowBlock& rb, Output& out) {
     for (int j = 0; j < n_vis; ++j) {
       const double* k_j = k + static_cast<std::size_t>(j) * d;
       double acc = 0.0;
-      for (int t = 0; t < d; ++t) acc = numerics::mac_in(pol.score_accum, fused, acc, q_i[t], k_j[t]);
+      for (int t = 0; t < d; ++t)
+        acc = numerics::mac_in(pol.score_accum, fused, acc, q_i[t], k_j[t]);
       const double dequant = numerics::mul_in(pol.score_accum, acc, descale);
       const double scaled =
           p.scale_in_query ? dequant : numerics::mul_in(pol.score_accum, dequant, scale);

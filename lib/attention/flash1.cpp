@@ -49,8 +49,8 @@ void flash1_generic(const Problem& p, const RowBlock& rb, Output& out) {
   const int rows = rb.row_end - rb.row_begin;
   std::vector<double> m(static_cast<std::size_t>(rows), neg_inf);  // (Br) in stats format
   std::vector<double> l(static_cast<std::size_t>(rows), 0.0);      // (Br) in stats format
-  std::vector<double> s(static_cast<std::size_t>(p.block_c));       // (Bc) S row, then pt
-  std::vector<double> pv(static_cast<std::size_t>(d));              // (d)
+  std::vector<double> s(static_cast<std::size_t>(p.block_c));      // (Bc) S row, then pt
+  std::vector<double> pv(static_cast<std::size_t>(d));             // (d)
   for (int i = rb.row_begin; i < rb.row_end; ++i)
     for (int t = 0; t < d; ++t) o[static_cast<std::size_t>(i) * d + t] = 0.0;
 
@@ -78,9 +78,11 @@ void flash1_generic(const Problem& p, const RowBlock& rb, Output& out) {
         lt = numerics::add_in(st, lt, s[j - j0]);
       }
       const double m_new = std::max(m[r], mt);
-      const double f_old = m[r] == neg_inf ? 0.0 : numerics::exp_in(st, numerics::sub_in(st, m[r], m_new));
+      const double f_old =
+          m[r] == neg_inf ? 0.0 : numerics::exp_in(st, numerics::sub_in(st, m[r], m_new));
       const double f_new = numerics::exp_in(st, numerics::sub_in(st, mt, m_new));
-      const double l_new = numerics::add_in(st, numerics::mul_in(st, f_old, l[r]), numerics::mul_in(st, f_new, lt));
+      const double l_new =
+          numerics::add_in(st, numerics::mul_in(st, f_old, l[r]), numerics::mul_in(st, f_new, lt));
 
       for (int t = 0; t < d; ++t) pv[t] = 0.0;
       for (int j = j0; j < j_end; ++j) {

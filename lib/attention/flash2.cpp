@@ -60,10 +60,10 @@ void flash2_generic(const Problem& p, const RowBlock& rb, Output& out) {
   double* lse = out.lse.data() + (static_cast<std::size_t>(rb.b) * p.shape.heads + rb.h) * n_q;
 
   const int rows = rb.row_end - rb.row_begin;
-  std::vector<double> m(static_cast<std::size_t>(rows), neg_inf);  // (Br) running max, raw score
-  std::vector<double> l(static_cast<std::size_t>(rows), 0.0);      // (Br) running sum
+  std::vector<double> m(static_cast<std::size_t>(rows), neg_inf);    // (Br) running max, raw score
+  std::vector<double> l(static_cast<std::size_t>(rows), 0.0);        // (Br) running sum
   std::vector<double> acc(static_cast<std::size_t>(rows) * d, 0.0);  // (Br, d) unnormalized O
-  std::vector<double> s(static_cast<std::size_t>(p.block_c));       // (Bc) one row of S, then p
+  std::vector<double> s(static_cast<std::size_t>(p.block_c));        // (Bc) one row of S, then p
 
   const int last_vis = visible_count(rb.row_end - 1, n_q, n_kv, p.causal);
   for (int j0 = 0; j0 < last_vis; j0 += p.block_c) {
@@ -87,11 +87,13 @@ void flash2_generic(const Problem& p, const RowBlock& rb, Output& out) {
       const double alpha =
           m[r] == neg_inf
               ? 0.0
-              : numerics::exp2_in(st, numerics::mul_in(st, numerics::sub_in(st, m[r], m_new), scale_log2));
+              : numerics::exp2_in(
+                    st, numerics::mul_in(st, numerics::sub_in(st, m[r], m_new), scale_log2));
       for (int j = j0; j < j_end; ++j) {
         const double x = s[j - j0];
-        const double arg = fused ? numerics::fma_in(st, x, scale_log2, -max_scaled)
-                                 : numerics::sub_in(st, numerics::mul_in(st, x, scale_log2), max_scaled);
+        const double arg =
+            fused ? numerics::fma_in(st, x, scale_log2, -max_scaled)
+                  : numerics::sub_in(st, numerics::mul_in(st, x, scale_log2), max_scaled);
         s[j - j0] = numerics::exp2_in(st, arg);  // p_ij, still in the stats format
       }
       l[r] = numerics::mul_in(st, l[r], alpha);
@@ -118,7 +120,8 @@ void flash2_generic(const Problem& p, const RowBlock& rb, Output& out) {
     }
     const double inv_l = numerics::div_in(st, 1.0, l[r]);
     const double* acc_r = acc.data() + static_cast<std::size_t>(r) * d;
-    for (int t = 0; t < d; ++t) o_i[t] = pol.round(Stage::output, numerics::mul_in(oa, acc_r[t], inv_l));
+    for (int t = 0; t < d; ++t)
+      o_i[t] = pol.round(Stage::output, numerics::mul_in(oa, acc_r[t], inv_l));
     lse[i] = m[r] * lse_scale + std::log(l[r]);
   }
 }

@@ -37,11 +37,11 @@ void flash2_block(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Out
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const int rows = rb.row_end - rb.row_begin;
 
-  std::vector<T> m(static_cast<std::size_t>(rows), neg_inf);          // (Br) running max
-  std::vector<T> l(static_cast<std::size_t>(rows), T(0));             // (Br) running sum
-  std::vector<T> acc(static_cast<std::size_t>(rows) * ld, T(0));      // (Br, ld) unnormalized O
-  std::vector<T> s(static_cast<std::size_t>(rows) * padded);          // (Br, BcP) S, then p, then P
-  std::vector<int> count(static_cast<std::size_t>(rows));             // keys used per row
+  std::vector<T> m(static_cast<std::size_t>(rows), neg_inf);      // (Br) running max
+  std::vector<T> l(static_cast<std::size_t>(rows), T(0));         // (Br) running sum
+  std::vector<T> acc(static_cast<std::size_t>(rows) * ld, T(0));  // (Br, ld) unnormalized O
+  std::vector<T> s(static_cast<std::size_t>(rows) * padded);      // (Br, BcP) S, then p, then P
+  std::vector<int> count(static_cast<std::size_t>(rows));         // keys used per row
   const T* q = pk.q_head(bh) + static_cast<std::size_t>(rb.row_begin) * d;  // (Br, d)
   const T* v = pk.v_head(bh);                                               // (N_kv, ld)
 
@@ -64,7 +64,8 @@ void flash2_block(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Out
       const T max_scaled = m_new * scale_log2;
       const T alpha = m[r] == neg_inf ? T(0) : exp2_t<T>((m[r] - m_new) * scale_log2);
       for (int j = 0; j < n; ++j) {
-        const T arg = kFused ? std::fma(sr[j], scale_log2, -max_scaled) : sr[j] * scale_log2 - max_scaled;
+        const T arg =
+            kFused ? std::fma(sr[j], scale_log2, -max_scaled) : sr[j] * scale_log2 - max_scaled;
         sr[j] = exp2_t<T>(arg);
       }
       T lr = l[r] * alpha;

@@ -56,8 +56,7 @@ Fp8Problem prepare_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8
     f.v = fp8::quantize_per_tensor(p.v);
     return f;
   }
-  const bool blocks =
-      options.block_quantization && algorithm != Algorithm::flash3_fp8_per_tensor;
+  const bool blocks = options.block_quantization && algorithm != Algorithm::flash3_fp8_per_tensor;
   const bool rotate =
       options.incoherent_processing && algorithm != Algorithm::flash3_fp8_no_hadamard;
   Tensor q = p.q;  // (B, H, N_q, d)
@@ -153,7 +152,8 @@ void flash3_fp8_rows(const Fp8Problem& f, const RowBlock& rb, Output& out) {
       }
       double* acc_r = acc.data() + static_cast<std::size_t>(r) * d;
       for (int t = 0; t < d; ++t)
-        acc_r[t] = numerics::mac_in(oa, fused, numerics::mul_in(oa, acc_r[t], alpha), pv[t], scale_v);
+        acc_r[t] =
+            numerics::mac_in(oa, fused, numerics::mul_in(oa, acc_r[t], alpha), pv[t], scale_v);
       m[r] = m_new;
     }
   }

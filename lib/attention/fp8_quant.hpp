@@ -56,7 +56,9 @@ ScaledTensor quantize_per_tensor(const Tensor& x);
 // d random signs (+1/-1) from a seed: the diagonal D of incoherent processing.
 std::vector<double> random_signs(int d, std::uint64_t seed);
 
-inline bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+inline bool is_power_of_two(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
 
 // In-place fast Walsh-Hadamard transform of x[0..n) (n a power of two), unnormalized: x <- H x,
 // with H the Sylvester-ordered Hadamard matrix (H H^T = n I). Each butterfly's sum and difference

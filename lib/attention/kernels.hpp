@@ -6,7 +6,8 @@
 //     Each lane accumulates its own dot product over t = 0, 1, ... d-1 in order, exactly the
 //     sequential mac of the generic path. Register block: kRows query rows x kCols vectors.
 //   * PV: a vector lane holds one output column t; acc[t] += P_ij * V_jt for j in increasing
-//     order, again the generic path's order per element. Register block: kRows rows x kCols vectors.
+//     order, again the generic path's order per element. Register block: kRows rows x kCols
+//     vectors.
 // Padding lanes (j >= Bc, t >= d) hold zeros and are never read back as results.
 // Every multiply-add is either an explicit fused FMA (policy.fma) or a product rounded then a sum:
 // -ffp-contract=off guarantees the compiler does not fuse the latter.
@@ -97,7 +98,9 @@ struct Simd {
 };
 #endif
 
-inline int round_up(int n, int multiple) { return (n + multiple - 1) / multiple * multiple; }
+inline int round_up(int n, int multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
 
 // acc + a*b as the policy accumulates: one rounding (fused) or two.
 template <class T, bool kFused>
@@ -179,14 +182,16 @@ inline void qk_tile(const T* q, int ld_q, const T* kt, int d, int padded, T* s, 
     for (int c = 0; c < kCols; ++c) acc[r][c] = S::zero();
   for (int t = 0; t < d; ++t) {
     typename S::V kv[kCols];
-    for (int c = 0; c < kCols; ++c) kv[c] = S::load(kt + static_cast<std::size_t>(t) * padded + c * W);
+    for (int c = 0; c < kCols; ++c)
+      kv[c] = S::load(kt + static_cast<std::size_t>(t) * padded + c * W);
     for (int r = 0; r < kRows; ++r) {
       const typename S::V qv = S::set1(q[static_cast<std::size_t>(r) * ld_q + t]);
       for (int c = 0; c < kCols; ++c) acc[r][c] = mac<T, kFused>(acc[r][c], qv, kv[c]);
     }
   }
   for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kCols; ++c) S::store(s + static_cast<std::size_t>(r) * ld_s + c * W, acc[r][c]);
+    for (int c = 0; c < kCols; ++c)
+      S::store(s + static_cast<std::size_t>(r) * ld_s + c * W, acc[r][c]);
 }
 
 // S(rows, padded; ld_s) = Q(rows, d) . Kt(d, padded). Column chunks outer, row groups inner: a
@@ -216,17 +221,20 @@ inline void pv_tile(const T* p, int ld_p, int n, const T* v, int ld, T* acc, int
   constexpr int W = S::kWidth;
   typename S::V a[kRows][kCols];
   for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kCols; ++c) a[r][c] = S::load(acc + static_cast<std::size_t>(r) * ld + c0 + c * W);
+    for (int c = 0; c < kCols; ++c)
+      a[r][c] = S::load(acc + static_cast<std::size_t>(r) * ld + c0 + c * W);
   for (int j = 0; j < n; ++j) {
     typename S::V vv[kCols];
-    for (int c = 0; c < kCols; ++c) vv[c] = S::load(v + static_cast<std::size_t>(j) * ld + c0 + c * W);
+    for (int c = 0; c < kCols; ++c)
+      vv[c] = S::load(v + static_cast<std::size_t>(j) * ld + c0 + c * W);
     for (int r = 0; r < kRows; ++r) {
       const typename S::V pv = S::set1(p[static_cast<std::size_t>(r) * ld_p + j]);
       for (int c = 0; c < kCols; ++c) a[r][c] = mac<T, kFused>(a[r][c], pv, vv[c]);
     }
   }
   for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kCols; ++c) S::store(acc + static_cast<std::size_t>(r) * ld + c0 + c * W, a[r][c]);
+    for (int c = 0; c < kCols; ++c)
+      S::store(acc + static_cast<std::size_t>(r) * ld + c0 + c * W, a[r][c]);
 }
 
 template <class T, bool kFused, int kRows>
@@ -239,12 +247,14 @@ void pv_rows(const T* p, int ld_p, int n, const T* v, int ld, T* acc) {
 
 // acc(rows, ld) += P . V where row r uses keys j in [0, count[r]) only (the rest of its row of P
 // is masked or inactive). Rows are taken four at a time over their common prefix of keys; each
-// row's remaining keys follow, continuing in increasing j, so every element's order is j = 0, 1, ...
+// row's remaining keys follow, continuing in increasing j, so every element's order is j = 0, 1,
+// ...
 template <class T, bool kFused>
 void pv_block(const T* p, int ld_p, const int* count, int rows, const T* v, int ld, T* acc) {
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const int common = std::min(std::min(count[r], count[r + 1]), std::min(count[r + 2], count[r + 3]));
+    const int common =
+        std::min(std::min(count[r], count[r + 1]), std::min(count[r + 2], count[r + 3]));
     const T* pr = p + static_cast<std::size_t>(r) * ld_p;
     T* ar = acc + static_cast<std::size_t>(r) * ld;
     if (common > 0) pv_rows<T, kFused, 4>(pr, ld_p, common, v, ld, ar);
@@ -300,8 +310,7 @@ Packed<T> pack_inputs(const Problem& p, int block) {
   pk.v.resize(heads * pk.seq_kv * pk.ld_v);
   parallel_for(heads, p.threads, /*schedule_seed=*/0, [&](std::size_t bh) {
     const int b = static_cast<int>(bh / p.shape.heads), h = static_cast<int>(bh % p.shape.heads);
-    pack_rows<T>(p.q.head_ptr(b, h), pk.seq_q, pk.d, pk.d,
-                 pk.q.data() + bh * pk.seq_q * pk.d);
+    pack_rows<T>(p.q.head_ptr(b, h), pk.seq_q, pk.d, pk.d, pk.q.data() + bh * pk.seq_q * pk.d);
     pack_kt<T>(p.k.head_ptr(b, h), pk.seq_kv, pk.d, block, pk.padded,
                pk.kt.data() + bh * pk.blocks * pk.d * pk.padded);
     pack_rows<T>(p.v.head_ptr(b, h), pk.seq_kv, pk.d, pk.ld_v,

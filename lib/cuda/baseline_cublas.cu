@@ -124,8 +124,9 @@ Prepared prepare_baseline(const DeviceProblem& problem) {
           st->q.get() + h0 * q_stride, Types::kOperand, sh.head_dim, q_stride, &zero,
           st->scores.get(), Types::kAcc, sh.seq_kv, s_stride, n, Types::kCompute,
           CUBLAS_GEMM_DEFAULT));
-      baseline::SoftmaxParams sp{n,  h0, sh.seq_q, sh.seq_kv, pr.options.causal, pr.scale_scores,
-                                 pr.scale, pr.policy, pr.lse};
+      baseline::SoftmaxParams sp{
+          n,        h0,        sh.seq_q, sh.seq_kv, pr.options.causal, pr.scale_scores,
+          pr.scale, pr.policy, pr.lse};
       constexpr unsigned kThreads = 128;
       baseline::softmax_rows_kernel<<<grid_for(std::size_t(n) * sh.seq_q, kThreads), kThreads>>>(
           st->scores.get(), st->probs.get(), sp);
@@ -133,14 +134,13 @@ Prepared prepare_baseline(const DeviceProblem& problem) {
       // O^T (d, N_q) column-major = V^T (d, N_kv) . P^T (N_kv, N_q).
       ATTNDEV_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
           st->cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, sh.head_dim, sh.seq_q, sh.seq_kv, &one,
-          st->v.get() + h0 * kv_stride, Types::kOperand, sh.head_dim, kv_stride,
-          st->probs.get(), Types::kOperand, sh.seq_kv, s_stride, &zero,
-          st->out.get() + h0 * q_stride, Types::kAcc, sh.head_dim, q_stride, n, Types::kCompute,
-          CUBLAS_GEMM_DEFAULT));
+          st->v.get() + h0 * kv_stride, Types::kOperand, sh.head_dim, kv_stride, st->probs.get(),
+          Types::kOperand, sh.seq_kv, s_stride, &zero, st->out.get() + h0 * q_stride, Types::kAcc,
+          sh.head_dim, q_stride, n, Types::kCompute, CUBLAS_GEMM_DEFAULT));
     }
     constexpr unsigned kThreads = 256;
-    baseline::round_output_kernel<<<grid_for(q_count, kThreads), kThreads>>>(
-        st->out.get(), pr.o, q_count, pr.policy);
+    baseline::round_output_kernel<<<grid_for(q_count, kThreads), kThreads>>>(st->out.get(), pr.o,
+                                                                             q_count, pr.policy);
     ATTNDEV_CUDA_CHECK_LAUNCH();
   };
   out.finish = [] {};

@@ -13,15 +13,31 @@
 
 namespace attndev::cuda {
 
-__device__ inline void store_as(double x, __nv_bfloat16& out) { out = __double2bfloat16(x); }
-__device__ inline void store_as(double x, __half& out) { out = __double2half(x); }
-__device__ inline void store_as(double x, float& out) { out = static_cast<float>(x); }
-__device__ inline void store_as(double x, double& out) { out = x; }
+__device__ inline void store_as(double x, __nv_bfloat16& out) {
+  out = __double2bfloat16(x);
+}
+__device__ inline void store_as(double x, __half& out) {
+  out = __double2half(x);
+}
+__device__ inline void store_as(double x, float& out) {
+  out = static_cast<float>(x);
+}
+__device__ inline void store_as(double x, double& out) {
+  out = x;
+}
 
-__device__ inline double widen(__nv_bfloat16 x) { return static_cast<double>(__bfloat162float(x)); }
-__device__ inline double widen(__half x) { return static_cast<double>(__half2float(x)); }
-__device__ inline double widen(float x) { return static_cast<double>(x); }
-__device__ inline double widen(double x) { return x; }
+__device__ inline double widen(__nv_bfloat16 x) {
+  return static_cast<double>(__bfloat162float(x));
+}
+__device__ inline double widen(__half x) {
+  return static_cast<double>(__half2float(x));
+}
+__device__ inline double widen(float x) {
+  return static_cast<double>(x);
+}
+__device__ inline double widen(double x) {
+  return x;
+}
 
 template <class T>
 __global__ void narrow_kernel(const double* in, T* out, std::size_t n) {

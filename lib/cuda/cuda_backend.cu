@@ -69,17 +69,20 @@ struct PrepareVisitor {
 
 std::string DeviceInfo::describe() const {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f GiB)", name.c_str(), sm_major,
-                sm_minor, multiprocessors,
+  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f GiB)", name.c_str(), sm_major, sm_minor,
+                multiprocessors,
                 static_cast<double>(global_memory_bytes) / (1024.0 * 1024.0 * 1024.0));
   return buf;
 }
 
 std::string CudaRunResult::status_text() const {
   switch (status) {
-    case RunStatus::ok: return "ok";
-    case RunStatus::skipped: return "skipped: " + reason;
-    case RunStatus::failed: return "failed: " + reason;
+    case RunStatus::ok:
+      return "ok";
+    case RunStatus::skipped:
+      return "skipped: " + reason;
+    case RunStatus::failed:
+      return "failed: " + reason;
   }
   return "failed: unknown status";
 }
@@ -136,10 +139,13 @@ std::vector<KernelInfo> kernel_catalog() {
       tc += std::string(mat_element_name(e)) + " d=" + std::to_string(d) + " Br x Bc " + tiles;
     }
   return {
-      {Kernel::baseline, "cuBLAS GEMMs (bf16/fp16/fp32/tf32/fp64 inputs) + softmax rounding at "
-                         "the policy's stages; prob == input, one accumulator format"},
-      {Kernel::flash1, "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
-      {Kernel::flash2, "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
+      {Kernel::baseline,
+       "cuBLAS GEMMs (bf16/fp16/fp32/tf32/fp64 inputs) + softmax rounding at "
+       "the policy's stages; prob == input, one accumulator format"},
+      {Kernel::flash1,
+       "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
+      {Kernel::flash2,
+       "faithful scalar kernel: any policy and tile, bit-identical to the emulator"},
       {Kernel::flash2_tc, "tensor cores, kernel-bf16/kernel-fp16 only: " + tc},
   };
 }
@@ -181,8 +187,10 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
     k.upload(k_host.data(), k_host.size());
     v.upload(v_host.data(), v_host.size());
 
-    DeviceProblem problem{q.get(), k.get(), v.get(), o.get(), lse.get(), shape,
-                          options, policy,  staged.scale_scores, staged.scale};
+    DeviceProblem problem{q.get(),     k.get(),   v.get(),
+                          o.get(),     lse.get(), shape,
+                          options,     policy,    staged.scale_scores,
+                          staged.scale};
     std::optional<Prepared> prepared;
     select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
     if (!prepared) throw std::logic_error("dispatch selected no launcher");

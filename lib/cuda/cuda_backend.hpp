@@ -29,10 +29,14 @@ inline constexpr Kernel kAllKernels[] = {Kernel::baseline, Kernel::flash1, Kerne
 
 inline const char* kernel_name(Kernel k) {
   switch (k) {
-    case Kernel::baseline: return "baseline";
-    case Kernel::flash1: return "flash1";
-    case Kernel::flash2: return "flash2";
-    case Kernel::flash2_tc: return "flash2-tc";
+    case Kernel::baseline:
+      return "baseline";
+    case Kernel::flash1:
+      return "flash1";
+    case Kernel::flash2:
+      return "flash2";
+    case Kernel::flash2_tc:
+      return "flash2-tc";
   }
   return "?";
 }
@@ -95,10 +99,10 @@ enum class RunStatus : unsigned char { ok, skipped, failed };
 
 struct CudaRunResult {
   RunStatus status = RunStatus::failed;
-  std::string reason;         // why skipped/failed; empty when ok
-  attention::Output output;   // (B, H, N_q, d) in the policy's output format; lse where produced
-  double runtime_ms = -1;     // median over repeats; -1 when not timed
-  double tflops = -1;         // attention::forward_flops / runtime; -1 when not timed
+  std::string reason;        // why skipped/failed; empty when ok
+  attention::Output output;  // (B, H, N_q, d) in the policy's output format; lse where produced
+  double runtime_ms = -1;    // median over repeats; -1 when not timed
+  double tflops = -1;        // attention::forward_flops / runtime; -1 when not timed
 
   // "ok", "skipped: <reason>", "failed: <reason>" — the results table's status column.
   std::string status_text() const;

@@ -21,16 +21,16 @@ namespace attndev::cuda {
 
 inline void check_cuda(cudaError_t status, const char* what, const char* file, int line) {
   if (status != cudaSuccess)
-    throw_cuda_error(what, file, line,
-                     std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) +
-                         ")");
+    throw_cuda_error(
+        what, file, line,
+        std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
 }
 
 inline void check_cublas(cublasStatus_t status, const char* what, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw_cuda_error(what, file, line,
-                     std::string(cublasGetStatusName(status)) + " (" +
-                         cublasGetStatusString(status) + ")");
+    throw_cuda_error(
+        what, file, line,
+        std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")");
 }
 
 }  // namespace attndev::cuda

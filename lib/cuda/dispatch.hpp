@@ -30,11 +30,16 @@ enum class MatElement : unsigned char { bf16, fp16, fp32, tf32, fp64 };
 
 inline const char* mat_element_name(MatElement e) {
   switch (e) {
-    case MatElement::bf16: return "bf16";
-    case MatElement::fp16: return "fp16";
-    case MatElement::fp32: return "fp32";
-    case MatElement::tf32: return "tf32";
-    case MatElement::fp64: return "fp64";
+    case MatElement::bf16:
+      return "bf16";
+    case MatElement::fp16:
+      return "fp16";
+    case MatElement::fp32:
+      return "fp32";
+    case MatElement::tf32:
+      return "tf32";
+    case MatElement::fp64:
+      return "fp64";
   }
   return "?";
 }
@@ -80,7 +85,9 @@ struct Selection {
 
 namespace detail {
 
-inline std::string fmt_name(numerics::Format f) { return numerics::traits(f).name; }
+inline std::string fmt_name(numerics::Format f) {
+  return numerics::traits(f).name;
+}
 
 inline Selection unsupported(Kernel k, const std::string& why) {
   return {false, std::string(kernel_name(k)) + ": " + why};
@@ -125,18 +132,19 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
 
     case Kernel::baseline: {
       if (!p.fma)
-        return detail::unsupported(kernel, "fma=false (separately rounded products) has no "
-                                           "cuBLAS equivalent; use the emulator");
+        return detail::unsupported(kernel,
+                                   "fma=false (separately rounded products) has no "
+                                   "cuBLAS equivalent; use the emulator");
       // Both GEMMs read one element type: Q, K, V in `input` and P in `prob` must share it.
       if (p.prob != p.input && !(p.input == Format::tf32 && p.prob == Format::fp32) &&
           !(p.input == Format::fp32 && p.prob == Format::tf32))
         return detail::unsupported(kernel, "prob (" + detail::fmt_name(p.prob) +
-                                               ") must equal input (" +
-                                               detail::fmt_name(p.input) +
+                                               ") must equal input (" + detail::fmt_name(p.input) +
                                                "): P is the second GEMM's operand");
       if (p.score_accum != p.out_accum)
-        return detail::unsupported(kernel, "score_accum and out_accum must match (one cuBLAS "
-                                           "compute type for both GEMMs)");
+        return detail::unsupported(kernel,
+                                   "score_accum and out_accum must match (one cuBLAS "
+                                   "compute type for both GEMMs)");
       const Format acc = p.score_accum;
       switch (p.input) {
         case Format::bf16:
@@ -159,14 +167,14 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
             return {true, {}};
           }
           if (acc != Format::fp32)
-            return detail::unsupported(kernel, "fp32 GEMMs accumulate in fp32, policy asks " +
-                                                   detail::fmt_name(acc));
+            return detail::unsupported(
+                kernel, "fp32 GEMMs accumulate in fp32, policy asks " + detail::fmt_name(acc));
           visit(BaselineTag<MatElement::fp32>{});
           return {true, {}};
         case Format::fp64:
           if (acc != Format::fp64)
-            return detail::unsupported(kernel, "fp64 GEMMs accumulate in fp64, policy asks " +
-                                                   detail::fmt_name(acc));
+            return detail::unsupported(
+                kernel, "fp64 GEMMs accumulate in fp64, policy asks " + detail::fmt_name(acc));
           visit(BaselineTag<MatElement::fp64>{});
           return {true, {}};
         default:
@@ -177,8 +185,8 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
 
     case Kernel::flash2_tc: {
       if (p.input != Format::bf16 && p.input != Format::fp16)
-        return detail::unsupported(kernel, "inputs must be bf16 or fp16, policy has " +
-                                               detail::fmt_name(p.input));
+        return detail::unsupported(
+            kernel, "inputs must be bf16 or fp16, policy has " + detail::fmt_name(p.input));
       // The kernel's precision is fixed by its structure: the kernel-bf16/kernel-fp16 policy.
       const bool kernel_policy = p.score_accum == Format::fp32 && p.score == Format::fp32 &&
                                  p.stats == Format::fp32 && p.out_accum == Format::fp32 &&
@@ -203,12 +211,12 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
       if (found) return {true, {}};
       const std::string tiles = detail::tc_tiles_for(e, d);
       if (tiles.empty())
-        return detail::unsupported(kernel, "head_dim " + std::to_string(d) +
-                                               " not instantiated (have 64, 128)");
-      return detail::unsupported(kernel, "tile Br x Bc = " + std::to_string(options.block_r) +
-                                             "x" + std::to_string(options.block_c) +
-                                             " not instantiated for head_dim " +
-                                             std::to_string(d) + " (have " + tiles + ")");
+        return detail::unsupported(
+            kernel, "head_dim " + std::to_string(d) + " not instantiated (have 64, 128)");
+      return detail::unsupported(kernel, "tile Br x Bc = " + std::to_string(options.block_r) + "x" +
+                                             std::to_string(options.block_c) +
+                                             " not instantiated for head_dim " + std::to_string(d) +
+                                             " (have " + tiles + ")");
     }
   }
   return detail::unsupported(kernel, "unknown kernel");
@@ -216,8 +224,7 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
 
 // The capability answer alone (no launch).
 inline Selection check_supported(Kernel kernel, const numerics::PrecisionPolicy& policy,
-                                 const attention::Shape& shape,
-                                 const attention::Options& options) {
+                                 const attention::Shape& shape, const attention::Options& options) {
   return select(kernel, policy, shape, options, [](auto) {});
 }
 

@@ -25,7 +25,9 @@
 
 namespace attndev::cuda::faithful {
 
-ATTNDEV_HD inline int imin(int a, int b) { return a < b ? a : b; }
+ATTNDEV_HD inline int imin(int a, int b) {
+  return a < b ? a : b;
+}
 
 // Everything a faithful kernel needs, by value (trivially copyable: it is a kernel argument).
 struct Params {
@@ -55,7 +57,9 @@ ATTNDEV_HD inline int visible_count(const Params& p, int i) {
 
 // std::max's exact semantics (a < b ? b : a), not fmax: they differ when a NaN score appears
 // (an overflowed policy), and the NaN must propagate the same way as on the host.
-ATTNDEV_HD inline double max_like_std(double a, double b) { return a < b ? b : a; }
+ATTNDEV_HD inline double max_like_std(double a, double b) {
+  return a < b ? b : a;
+}
 
 // dot(q_i, k_j) accumulated sequentially over t in the score_accum format.
 ATTNDEV_HD inline double dot_in(const Params& p, const double* q_row, const double* k_row) {
@@ -82,10 +86,10 @@ ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
   const bool fused = pol.fma;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
   const int d = p.head_dim;
-  const double* q_i = p.q + (head * p.seq_q + i) * d;     // (d)
-  const double* k = p.k + head * p.seq_kv * d;            // (N_kv, d)
-  const double* v = p.v + head * p.seq_kv * d;            // (N_kv, d)
-  double* acc = p.o + (head * p.seq_q + i) * d;           // (d) unnormalized O, then O
+  const double* q_i = p.q + (head * p.seq_q + i) * d;  // (d)
+  const double* k = p.k + head * p.seq_kv * d;         // (N_kv, d)
+  const double* v = p.v + head * p.seq_kv * d;         // (N_kv, d)
+  double* acc = p.o + (head * p.seq_q + i) * d;        // (d) unnormalized O, then O
   const double neg_inf = -INFINITY;
   // log2(e) folded into the scale once, in the stats format (flash2_scale_log2).
   const double scale = p.scale_scores ? p.scale : 1.0;
@@ -146,11 +150,11 @@ ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
   const bool fused = pol.fma;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
   const int d = p.head_dim;
-  const double* q_i = p.q + (head * p.seq_q + i) * d;     // (d)
-  const double* k = p.k + head * p.seq_kv * d;            // (N_kv, d)
-  const double* v = p.v + head * p.seq_kv * d;            // (N_kv, d)
-  double* o_i = p.o + (head * p.seq_q + i) * d;           // (d), output format between blocks
-  double* pv = p.scratch + (head * p.seq_q + i) * d;      // (d), out_accum format
+  const double* q_i = p.q + (head * p.seq_q + i) * d;  // (d)
+  const double* k = p.k + head * p.seq_kv * d;         // (N_kv, d)
+  const double* v = p.v + head * p.seq_kv * d;         // (N_kv, d)
+  double* o_i = p.o + (head * p.seq_q + i) * d;        // (d), output format between blocks
+  double* pv = p.scratch + (head * p.seq_q + i) * d;   // (d), out_accum format
   const double neg_inf = -INFINITY;
   // The scale as the score arithmetic holds it: rounded to score_accum (Problem::score_scale).
   const double scale = round_to(sa, p.scale);

@@ -39,11 +39,11 @@ struct ElementOf<MatElement::fp16> {
 
 template <class T>
 struct Params {
-  const T* q;   // (B, H, N_q, d)
-  const T* k;   // (B, H, N_kv, d)
-  const T* v;   // (B, H, N_kv, d)
-  T* o;         // (B, H, N_q, d)
-  float* lse;   // (B, H, N_q)
+  const T* q;  // (B, H, N_q, d)
+  const T* k;  // (B, H, N_kv, d)
+  const T* v;  // (B, H, N_kv, d)
+  T* o;        // (B, H, N_q, d)
+  float* lse;  // (B, H, N_q)
   int seq_q, seq_kv;
   float scale;       // softmax scale, for the lse
   float scale_log2;  // scale * log2(e)
@@ -72,8 +72,12 @@ __device__ inline void cp_async_16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                "r"(src_bytes));
 }
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+__device__ inline void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+__device__ inline void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::);
+}
 
 __device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -139,9 +143,9 @@ __global__ void __launch_bounds__(Tag::kThreads)
   using T = typename ElementOf<Tag::kElement>::Type;
   using L = Layout<Tag>;
   constexpr int kD = Tag::kHeadDim, kBM = Tag::kBlockM, kBN = Tag::kBlockN;
-  constexpr int kDSteps = kD / 16;   // k16 steps of Q K^T
-  constexpr int kNTiles = kBN / 8;   // n8 tiles of S
-  constexpr int kDTiles = kD / 8;    // n8 tiles of O
+  constexpr int kDSteps = kD / 16;  // k16 steps of Q K^T
+  constexpr int kNTiles = kBN / 8;  // n8 tiles of S
+  constexpr int kDTiles = kD / 8;   // n8 tiles of O
   constexpr float kNegInf = -INFINITY;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -180,9 +184,9 @@ __global__ void __launch_bounds__(Tag::kThreads)
   for (int kk = 0; kk < kDSteps; ++kk)
     ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
 
-  float acc[kDTiles][4] = {};              // O, unnormalized, fp32
-  float row_max[2] = {kNegInf, kNegInf};   // rows group and group + 8
-  float row_sum[2] = {0.f, 0.f};           // this thread's share of l (quad-reduced at the end)
+  float acc[kDTiles][4] = {};             // O, unnormalized, fp32
+  float row_max[2] = {kNegInf, kNegInf};  // rows group and group + 8
+  float row_sum[2] = {0.f, 0.f};          // this thread's share of l (quad-reduced at the end)
   const int row_of[2] = {m0 + warp * 16 + group, m0 + warp * 16 + group + 8};
 
   for (int nb = 0; nb < n_blocks; ++nb) {
@@ -201,8 +205,8 @@ __global__ void __launch_bounds__(Tag::kThreads)
       for (int np = 0; np < kNTiles / 2; ++np) {
         const int mat = lane / 8;
         std::uint32_t b[4];
-        ldmatrix_x4(b, kb + (np * 16 + lane % 8 + (mat / 2) * 8) * L::kStride + kk * 16 +
-                           (mat % 2) * 8);
+        ldmatrix_x4(
+            b, kb + (np * 16 + lane % 8 + (mat / 2) * 8) * L::kStride + kk * 16 + (mat % 2) * 8);
         mma_16816<T>(s[2 * np], q_frag[kk], b[0], b[1]);
         mma_16816<T>(s[2 * np + 1], q_frag[kk], b[2], b[3]);
       }
@@ -255,8 +259,8 @@ __global__ void __launch_bounds__(Tag::kThreads)
       for (int dp = 0; dp < kDTiles / 2; ++dp) {
         const int mat = lane / 8;
         std::uint32_t b[4];
-        ldmatrix_x4_trans(b, vb + (kk * 16 + lane % 8 + (mat % 2) * 8) * L::kStride + dp * 16 +
-                                 (mat / 2) * 8);
+        ldmatrix_x4_trans(
+            b, vb + (kk * 16 + lane % 8 + (mat % 2) * 8) * L::kStride + dp * 16 + (mat / 2) * 8);
         mma_16816<T>(acc[2 * dp], a, b[0], b[1]);
         mma_16816<T>(acc[2 * dp + 1], a, b[2], b[3]);
       }

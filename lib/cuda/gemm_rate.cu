@@ -30,7 +30,8 @@ GemmRate measure_gemm_rate(numerics::Format input, int m, int n, int k,
   const cudaDataType_t type = input == numerics::Format::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   // Small positive values near 1 in either format (0x3f80 bf16 = 1, 0x3c00 fp16 = 1).
   const unsigned short one = input == numerics::Format::bf16 ? 0x3f80 : 0x3c00;
-  const std::size_t a_count = static_cast<std::size_t>(m) * k, b_count = static_cast<std::size_t>(k) * n;
+  const std::size_t a_count = static_cast<std::size_t>(m) * k,
+                    b_count = static_cast<std::size_t>(k) * n;
   DeviceBuffer<unsigned short> a(a_count), b(b_count);
   DeviceBuffer<float> c(static_cast<std::size_t>(m) * n);
   fill_pattern<<<grid_for(a_count, 256), 256>>>(a.get(), a_count, one);

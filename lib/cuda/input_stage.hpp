@@ -16,11 +16,11 @@
 namespace attndev::cuda {
 
 struct StagedInputs {
-  std::vector<double> q;  // (B, H, N_q, d)
-  std::vector<double> k;  // (B, H, N_kv, d)
-  std::vector<double> v;  // (B, H, N_kv, d)
-  double scale = 1.0;         // the softmax scale: options.scale or 1/sqrt(d)
-  bool scale_scores = true;   // false when the scale went into Q
+  std::vector<double> q;     // (B, H, N_q, d)
+  std::vector<double> k;     // (B, H, N_kv, d)
+  std::vector<double> v;     // (B, H, N_kv, d)
+  double scale = 1.0;        // the softmax scale: options.scale or 1/sqrt(d)
+  bool scale_scores = true;  // false when the scale went into Q
 };
 
 inline StagedInputs apply_input_stage(const numerics::PrecisionPolicy& policy,

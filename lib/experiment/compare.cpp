@@ -38,7 +38,8 @@ Comparison compare_results(const std::filesystem::path& a_dir, const std::filesy
   const Loaded a = load(a_dir), b = load(b_dir);
   if (metrics.empty()) metrics = a.config.metrics;
   std::map<std::pair<std::string, std::string>, const Json*> b_rows;
-  for (const Json& r : b.results.rows) b_rows[{r["point_id"].get<std::string>(), r["variant"].get<std::string>()}] = &r;
+  for (const Json& r : b.results.rows)
+    b_rows[{r["point_id"].get<std::string>(), r["variant"].get<std::string>()}] = &r;
 
   Comparison c;
   std::vector<std::pair<const Json*, const Json*>> pairs;
@@ -90,7 +91,8 @@ Comparison compare_results(const std::filesystem::path& a_dir, const std::filesy
       std::string point;
       for (const std::string& axis : a.plan.varying_axes) {
         const Json& v = (*ra)[axis];
-        point += (point.empty() ? "" : " ") + axis + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+        point += (point.empty() ? "" : " ") + axis + "=" +
+                 (v.is_string() ? v.get<std::string>() : v.dump());
       }
       point += " seed=" + (*ra)["seed"].dump();
       double x = NAN, y = NAN;

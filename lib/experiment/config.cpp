@@ -20,7 +20,9 @@ ConfigError::ConfigError(std::string path, std::string message)
       path_(std::move(path)),
       message_(std::move(message)) {}
 
-const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+const char* backend_name(Backend b) {
+  return b == Backend::cpu ? "cpu" : "cuda";
+}
 
 namespace {
 
@@ -30,8 +32,9 @@ constexpr long long kMaxExtent = 1 << 20;
 constexpr long long kMaxBatchHeads = 1 << 16;
 constexpr std::size_t kMaxTrials = 1 << 20;
 
-constexpr std::string_view kTopKeys[] = {"name",  "description", "axes",    "zip",      "constraints",
-                                         "trials", "variants",   "metrics", "reference"};
+constexpr std::string_view kTopKeys[] = {"name",     "description", "axes",
+                                         "zip",      "constraints", "trials",
+                                         "variants", "metrics",     "reference"};
 constexpr std::string_view kVariantKeys[] = {"name",    "algorithm", "policy",
                                              "backend", "baseline",  "ratio_to"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
@@ -59,11 +62,14 @@ std::string at(std::string_view prefix, std::size_t i) {
   return std::string(prefix) + "[" + std::to_string(i) + "]";
 }
 
-bool is_comment_key(const std::string& key) { return !key.empty() && key[0] == '_'; }
+bool is_comment_key(const std::string& key) {
+  return !key.empty() && key[0] == '_';
+}
 
 // Unknown keys are the commonest config bug (a typo silently ignored means a sweep that ran with
 // the default), so every object is checked against its schema.
-void check_keys(const json& object, std::string_view path, std::span<const std::string_view> valid) {
+void check_keys(const json& object, std::string_view path,
+                std::span<const std::string_view> valid) {
   for (const auto& [key, value] : object.items()) {
     if (is_comment_key(key)) continue;
     if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
@@ -74,19 +80,21 @@ void check_keys(const json& object, std::string_view path, std::span<const std::
 }
 
 const json& require_type(const json& v, std::string_view path, bool ok, std::string_view wanted) {
-  if (!ok) throw ConfigError(std::string(path), "expected " + std::string(wanted) + ", got " + type_name(v));
+  if (!ok)
+    throw ConfigError(std::string(path),
+                      "expected " + std::string(wanted) + ", got " + type_name(v));
   return v;
 }
 
 long long positive_int(const json& v, const std::string& path, long long max) {
   if (!v.is_number_integer())
     throw ConfigError(path, "expected a positive integer, got " + type_name(v) + " " + v.dump());
-  const long long x = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)
-                          ? max + 1
-                          : v.get<long long>();
+  const long long x =
+      v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)
+          ? max + 1
+          : v.get<long long>();
   if (x < 1) throw ConfigError(path, "must be >= 1, got " + std::to_string(x));
-  if (x > max)
-    throw ConfigError(path, "must be <= " + std::to_string(max) + ", got " + v.dump());
+  if (x > max) throw ConfigError(path, "must be <= " + std::to_string(max) + ", got " + v.dump());
   return x;
 }
 
@@ -113,8 +121,8 @@ json canonical_axis_value(std::string_view axis, const json& v, const std::strin
   }
   if (axis == "seq_len_kv" && v.is_string()) {
     if (v.get<std::string>() != "seq_len")
-      throw ConfigError(path, "expected a positive integer or \"seq_len\" (same as seq_len), got " +
-                                  v.dump());
+      throw ConfigError(
+          path, "expected a positive integer or \"seq_len\" (same as seq_len), got " + v.dump());
     return v;
   }
   const long long max = (axis == "batch" || axis == "heads") ? kMaxBatchHeads : kMaxExtent;
@@ -150,14 +158,17 @@ void apply_overrides(json& root, std::span<const std::string> overrides,
   for (const std::string& text : overrides) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw ConfigError("-a " + text, "expected AXIS=VALUE, e.g. -a seq_len=[512,1024] or -a block_c=64");
+      throw ConfigError("-a " + text,
+                        "expected AXIS=VALUE, e.g. -a seq_len=[512,1024] or -a block_c=64");
     const std::string key = text.substr(0, eq);
     const std::string value_text = text.substr(eq + 1);
     if (std::find(std::begin(kAxisNames), std::end(kAxisNames), key) == std::end(kAxisNames))
-      throw ConfigError("-a " + key, "unknown axis \"" + key + "\"" + did_you_mean(key, kAxisNames) +
+      throw ConfigError("-a " + key, "unknown axis \"" + key + "\"" +
+                                         did_you_mean(key, kAxisNames) +
                                          "; axes: " + join_names(kAxisNames));
     if (value_text.empty())
-      throw ConfigError("-a " + key, "empty value; give a value or a list, e.g. -a " + key + "=[1,2]");
+      throw ConfigError("-a " + key,
+                        "empty value; give a value or a list, e.g. -a " + key + "=[1,2]");
     json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
     // Unquoted words (distribution=normal(0,1), scale_placement=query) are strings.
     if (value.is_discarded()) value = value_text;
@@ -182,7 +193,8 @@ std::vector<AxisValues> parse_axes(const json& root, const std::set<std::string>
     if (!axes.contains(key)) {
       json d = default_axis_value(name);
       if (d.is_null())
-        throw ConfigError(a.path, "missing; this axis has no default (e.g. \"" + key + "\": [512, 1024])");
+        throw ConfigError(a.path,
+                          "missing; this axis has no default (e.g. \"" + key + "\": [512, 1024])");
       a.values.push_back(std::move(d));
     } else {
       const json& v = axes[key];
@@ -196,19 +208,22 @@ std::vector<AxisValues> parse_axes(const json& root, const std::set<std::string>
       for (std::size_t i = 0; i < a.values.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
           if (a.values[i] == a.values[j])
-            throw ConfigError(at(a.path, i), "duplicate value " + a.values[i].dump() + " (also at [" +
-                                                 std::to_string(j) + "]); it would run the same points twice");
+            throw ConfigError(at(a.path, i), "duplicate value " + a.values[i].dump() +
+                                                 " (also at [" + std::to_string(j) +
+                                                 "]); it would run the same points twice");
     }
     out.push_back(std::move(a));
   }
   return out;
 }
 
-std::vector<std::vector<std::string>> parse_zip(const json& root, const std::vector<AxisValues>& axes) {
+std::vector<std::vector<std::string>> parse_zip(const json& root,
+                                                const std::vector<AxisValues>& axes) {
   std::vector<std::vector<std::string>> groups;
   if (!root.contains("zip")) return groups;
   const json& zip = root["zip"];
-  require_type(zip, "zip", zip.is_array(), "a list of axis groups, e.g. [[\"seq_len\", \"block_c\"]]");
+  require_type(zip, "zip", zip.is_array(),
+               "a list of axis groups, e.g. [[\"seq_len\", \"block_c\"]]");
   std::map<std::string, std::string> seen;  // axis -> path of its group
   for (std::size_t g = 0; g < zip.size(); ++g) {
     const std::string gpath = at("zip", g);
@@ -222,7 +237,8 @@ std::vector<std::vector<std::string>> parse_zip(const json& root, const std::vec
       const std::string path = at(gpath, i);
       require_type(group[i], path, group[i].is_string(), "an axis name");
       const std::string name = group[i].get<std::string>();
-      auto it = std::find_if(axes.begin(), axes.end(), [&](const AxisValues& a) { return a.name == name; });
+      auto it = std::find_if(axes.begin(), axes.end(),
+                             [&](const AxisValues& a) { return a.name == name; });
       if (it == axes.end())
         throw ConfigError(path, "unknown axis \"" + name + "\"" + did_you_mean(name, kAxisNames));
       if (seen.count(name))
@@ -233,8 +249,8 @@ std::vector<std::vector<std::string>> parse_zip(const json& root, const std::vec
         length = it->values.size();
         first = name;
       } else if (it->values.size() != length) {
-        throw ConfigError(path, "zipped axes must have the same number of values: " + first + " has " +
-                                    std::to_string(length) + ", " + name + " has " +
+        throw ConfigError(path, "zipped axes must have the same number of values: " + first +
+                                    " has " + std::to_string(length) + ", " + name + " has " +
                                     std::to_string(it->values.size()) + " (" + it->path + ")");
       }
       names.push_back(name);
@@ -245,7 +261,8 @@ std::vector<std::vector<std::string>> parse_zip(const json& root, const std::vec
 }
 
 bool parse_operand(const std::string& token, std::string& axis, long long& literal) {
-  if (std::find(std::begin(kNumericAxes), std::end(kNumericAxes), token) != std::end(kNumericAxes)) {
+  if (std::find(std::begin(kNumericAxes), std::end(kNumericAxes), token) !=
+      std::end(kNumericAxes)) {
     axis = token;
     return true;
   }
@@ -259,12 +276,18 @@ bool parse_operand(const std::string& token, std::string& axis, long long& liter
 
 bool compare(long long a, CompareOp op, long long b) {
   switch (op) {
-    case CompareOp::lt: return a < b;
-    case CompareOp::le: return a <= b;
-    case CompareOp::gt: return a > b;
-    case CompareOp::ge: return a >= b;
-    case CompareOp::eq: return a == b;
-    case CompareOp::ne: return a != b;
+    case CompareOp::lt:
+      return a < b;
+    case CompareOp::le:
+      return a <= b;
+    case CompareOp::gt:
+      return a > b;
+    case CompareOp::ge:
+      return a >= b;
+    case CompareOp::eq:
+      return a == b;
+    case CompareOp::ne:
+      return a != b;
   }
   return false;
 }
@@ -273,23 +296,25 @@ Constraint parse_constraint_text(const std::string& text, const std::string& pat
   std::istringstream in(text);
   std::string lhs, op, rhs, extra;
   in >> lhs >> op >> rhs;
-  const std::string form = "expected \"AXIS OP AXIS-or-INTEGER\" with spaces, e.g. \"block_r <= seq_len\"";
+  const std::string form =
+      "expected \"AXIS OP AXIS-or-INTEGER\" with spaces, e.g. \"block_r <= seq_len\"";
   if (lhs.empty() || op.empty() || rhs.empty() || (in >> extra))
     throw ConfigError(path, form + ", got \"" + text + "\"");
   Constraint c;
   c.text = text;
-  static const std::map<std::string, CompareOp> kOps = {{"<", CompareOp::lt},  {"<=", CompareOp::le},
-                                                        {">", CompareOp::gt},  {">=", CompareOp::ge},
-                                                        {"==", CompareOp::eq}, {"!=", CompareOp::ne}};
+  static const std::map<std::string, CompareOp> kOps = {
+      {"<", CompareOp::lt},  {"<=", CompareOp::le}, {">", CompareOp::gt},
+      {">=", CompareOp::ge}, {"==", CompareOp::eq}, {"!=", CompareOp::ne}};
   auto it = kOps.find(op);
   if (it == kOps.end())
     throw ConfigError(path, "unknown operator \"" + op + "\"; valid: < <= > >= == !=");
   c.op = it->second;
-  for (auto [token, axis, literal] : {std::tie(lhs, c.lhs, c.lhs_literal), std::tie(rhs, c.rhs, c.rhs_literal)}) {
+  for (auto [token, axis, literal] :
+       {std::tie(lhs, c.lhs, c.lhs_literal), std::tie(rhs, c.rhs, c.rhs_literal)}) {
     if (!parse_operand(token, axis, literal))
       throw ConfigError(path, "\"" + token + "\" is neither an integer axis" +
-                                  did_you_mean(token, kNumericAxes) + " nor a non-negative integer; axes: " +
-                                  join_names(kNumericAxes));
+                                  did_you_mean(token, kNumericAxes) +
+                                  " nor a non-negative integer; axes: " + join_names(kNumericAxes));
   }
   if (c.lhs.empty() && c.rhs.empty() && !compare(c.lhs_literal, c.op, c.rhs_literal))
     throw ConfigError(path, "\"" + text + "\" is always false: it would skip every point");
@@ -365,13 +390,16 @@ std::vector<std::uint64_t> parse_trials(const json& root) {
 
 std::vector<Variant> parse_variants(const json& root) {
   if (!root.contains("variants"))
-    throw ConfigError("variants", "missing; list what to run, e.g. [{\"algorithm\": \"flash2\", "
-                                  "\"policy\": \"kernel-bf16\"}]");
+    throw ConfigError("variants",
+                      "missing; list what to run, e.g. [{\"algorithm\": \"flash2\", "
+                      "\"policy\": \"kernel-bf16\"}]");
   const json& list = root["variants"];
   require_type(list, "variants", list.is_array(), "a list of variants");
-  if (list.empty()) throw ConfigError("variants", "empty list; a config needs at least one variant");
+  if (list.empty())
+    throw ConfigError("variants", "empty list; a config needs at least one variant");
   std::vector<std::string_view> algorithm_names;
-  for (attention::Algorithm a : attention::kEveryAlgorithm) algorithm_names.push_back(attention::algorithm_name(a));
+  for (attention::Algorithm a : attention::kEveryAlgorithm)
+    algorithm_names.push_back(attention::algorithm_name(a));
 
   std::vector<Variant> out;
   int baseline_index = -1;
@@ -381,7 +409,8 @@ std::vector<Variant> parse_variants(const json& root) {
     require_type(v, path, v.is_object(), "an object {\"algorithm\": ..., \"policy\": ...}");
     check_keys(v, path, kVariantKeys);
     Variant variant;
-    if (!v.contains("algorithm")) throw ConfigError(path + ".algorithm", "missing; one of " + join_names(algorithm_names));
+    if (!v.contains("algorithm"))
+      throw ConfigError(path + ".algorithm", "missing; one of " + join_names(algorithm_names));
     require_type(v["algorithm"], path + ".algorithm", v["algorithm"].is_string(), "a string");
     const std::string alg = v["algorithm"].get<std::string>();
     if (!attention::parse_algorithm(alg, variant.algorithm))
@@ -389,19 +418,23 @@ std::vector<Variant> parse_variants(const json& root) {
                                                  did_you_mean(alg, algorithm_names) +
                                                  "; valid: " + join_names(algorithm_names));
     if (!v.contains("policy"))
-      throw ConfigError(path + ".policy", "missing; a preset name such as \"kernel-bf16\" or an object");
+      throw ConfigError(path + ".policy",
+                        "missing; a preset name such as \"kernel-bf16\" or an object");
     std::string error;
-    if (!parse_policy(v["policy"], variant.policy, error)) throw ConfigError(path + ".policy", error);
+    if (!parse_policy(v["policy"], variant.policy, error))
+      throw ConfigError(path + ".policy", error);
     variant.policy_label = policy_label(variant.policy);
     if (v.contains("backend")) {
-      require_type(v["backend"], path + ".backend", v["backend"].is_string(), "\"cpu\" or \"cuda\"");
+      require_type(v["backend"], path + ".backend", v["backend"].is_string(),
+                   "\"cpu\" or \"cuda\"");
       const std::string b = v["backend"].get<std::string>();
       if (b == "cpu") {
         variant.backend = Backend::cpu;
       } else if (b == "cuda") {
         variant.backend = Backend::cuda;
       } else {
-        throw ConfigError(path + ".backend", "unknown backend \"" + b + "\"" + did_you_mean(b, kBackendNames) +
+        throw ConfigError(path + ".backend", "unknown backend \"" + b + "\"" +
+                                                 did_you_mean(b, kBackendNames) +
                                                  "; valid: cpu, cuda");
       }
     }
@@ -410,10 +443,11 @@ std::vector<Variant> parse_variants(const json& root) {
       variant.baseline = v["baseline"].get<bool>();
       if (variant.baseline) {
         if (baseline_index >= 0)
-          throw ConfigError(path + ".baseline",
-                            "variants[" + std::to_string(baseline_index) +
-                                "] is already the baseline; mark one variant \"baseline\": true and "
-                                "point others at theirs with \"ratio_to\"");
+          throw ConfigError(
+              path + ".baseline",
+              "variants[" + std::to_string(baseline_index) +
+                  "] is already the baseline; mark one variant \"baseline\": true and "
+                  "point others at theirs with \"ratio_to\"");
         baseline_index = static_cast<int>(i);
       }
     }
@@ -426,12 +460,14 @@ std::vector<Variant> parse_variants(const json& root) {
       variant.name = v["name"].get<std::string>();
       if (variant.name.empty()) throw ConfigError(path + ".name", "empty name");
     } else {
-      variant.name = alg + "-" + variant.policy_label + (variant.backend == Backend::cuda ? "-cuda" : "");
+      variant.name =
+          alg + "-" + variant.policy_label + (variant.backend == Backend::cuda ? "-cuda" : "");
     }
     for (std::size_t j = 0; j < out.size(); ++j)
       if (out[j].name == variant.name)
-        throw ConfigError(path + ".name", "duplicate variant name \"" + variant.name + "\" (also variants[" +
-                                              std::to_string(j) + "]); give each variant a distinct \"name\"");
+        throw ConfigError(path + ".name", "duplicate variant name \"" + variant.name +
+                                              "\" (also variants[" + std::to_string(j) +
+                                              "]); give each variant a distinct \"name\"");
     out.push_back(std::move(variant));
   }
   std::vector<std::string_view> names;
@@ -440,7 +476,8 @@ std::vector<Variant> parse_variants(const json& root) {
     const std::string& target = out[i].ratio_to;
     if (target.empty()) continue;
     const std::string path = at("variants", i) + ".ratio_to";
-    if (target == out[i].name) throw ConfigError(path, "a variant cannot be its own ratio reference");
+    if (target == out[i].name)
+      throw ConfigError(path, "a variant cannot be its own ratio reference");
     if (std::find(names.begin(), names.end(), target) == names.end())
       throw ConfigError(path, "no variant named \"" + target + "\"" + did_you_mean(target, names) +
                                   "; variants: " + join_names(names));
@@ -452,13 +489,15 @@ std::vector<std::string> parse_metrics(const json& root) {
   if (!root.contains("metrics")) return {"max_abs", "rmse", "ratio_max_abs"};
   const json& list = root["metrics"];
   require_type(list, "metrics", list.is_array(), "a list of metric names");
-  if (list.empty()) throw ConfigError("metrics", "empty list; omit the key for the default metrics");
+  if (list.empty())
+    throw ConfigError("metrics", "empty list; omit the key for the default metrics");
   std::vector<std::string> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = at("metrics", i);
     require_type(list[i], path, list[i].is_string(), "a metric name");
     const std::string m = list[i].get<std::string>();
-    if (std::find(std::begin(kSelectableMetrics), std::end(kSelectableMetrics), m) == std::end(kSelectableMetrics))
+    if (std::find(std::begin(kSelectableMetrics), std::end(kSelectableMetrics), m) ==
+        std::end(kSelectableMetrics))
       throw ConfigError(path, "unknown metric \"" + m + "\"" + did_you_mean(m, kSelectableMetrics) +
                                   "; valid: " + join_names(kSelectableMetrics));
     if (std::find(out.begin(), out.end(), m) != out.end())
@@ -499,22 +538,30 @@ Config parse_config(std::string_view text, std::span<const std::string> override
     // Not a syntax error but still unreadable, e.g. a number beyond double range (1e99999).
     std::string what = e.what();
     const auto bracket = what.find("] ");
-    throw ConfigError("", "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
+    throw ConfigError(
+        "", "invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
-  if (!root.is_object()) throw ConfigError("", "a config is a JSON object {...}, got " + type_name(root));
+  if (!root.is_object())
+    throw ConfigError("", "a config is a JSON object {...}, got " + type_name(root));
   check_keys(root, "", kTopKeys);
 
   std::set<std::string> overridden;
   apply_overrides(root, overrides, overridden);
 
   Config c;
-  if (!root.contains("name")) throw ConfigError("name", "missing; name the experiment (used for the output folder)");
+  if (!root.contains("name"))
+    throw ConfigError("name", "missing; name the experiment (used for the output folder)");
   require_type(root["name"], "name", root["name"].is_string(), "a string");
   c.name = root["name"].get<std::string>();
-  if (c.name.empty() || c.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-                            std::string::npos || c.name[0] == '.')
-    throw ConfigError("name", "\"" + c.name + "\" must be non-empty and use only letters, digits, '.', '_', '-' "
-                              "(it names the default output folder results/<name>)");
+  if (c.name.empty() ||
+      c.name.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+          std::string::npos ||
+      c.name[0] == '.')
+    throw ConfigError("name",
+                      "\"" + c.name +
+                          "\" must be non-empty and use only letters, digits, '.', '_', '-' "
+                          "(it names the default output folder results/<name>)");
   if (root.contains("description")) {
     require_type(root["description"], "description", root["description"].is_string(), "a string");
     c.description = root["description"].get<std::string>();
@@ -522,8 +569,10 @@ Config parse_config(std::string_view text, std::span<const std::string> override
   if (root.contains("reference")) {
     const json& r = root["reference"];
     if (!r.is_string() || r.get<std::string>() != "golden")
-      throw ConfigError("reference", "only \"golden\" (baseline attention in fp64 on the same rounded "
-                                     "inputs) is supported, got " + r.dump());
+      throw ConfigError("reference",
+                        "only \"golden\" (baseline attention in fp64 on the same rounded "
+                        "inputs) is supported, got " +
+                            r.dump());
   }
   c.axes = parse_axes(root, overridden);
   c.zip = parse_zip(root, c.axes);

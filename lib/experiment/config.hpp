@@ -33,21 +33,21 @@ class ConfigError : public std::runtime_error {
 // The axes a config may sweep, in canonical order. Plans iterate with the last axis fastest, so
 // tile sizes (which only flash variants depend on) vary innermost, next to points sharing inputs.
 inline constexpr std::string_view kAxisNames[] = {
-    "batch",  "heads",           "seq_len", "seq_len_kv", "head_dim", "distribution",
-    "causal", "scale_placement", "block_r", "block_c"};
+    "batch",        "heads",  "seq_len",         "seq_len_kv", "head_dim",
+    "distribution", "causal", "scale_placement", "block_r",    "block_c"};
 
 // Metric columns of every row; `metrics` in a config picks which appear in summary tables.
-inline constexpr std::string_view kDeviationMetrics[] = {
-    "max_abs", "mean_abs", "std_abs", "rmse", "rel_l2", "max_rel", "cos_sim", "nan_count",
-    "inf_count"};
+inline constexpr std::string_view kDeviationMetrics[] = {"max_abs", "mean_abs",  "std_abs",
+                                                         "rmse",    "rel_l2",    "max_rel",
+                                                         "cos_sim", "nan_count", "inf_count"};
 // Metrics that also get a ratio_<name> column (variant / its baseline on the same point).
 inline constexpr std::string_view kRatioMetrics[] = {"max_abs", "mean_abs", "std_abs",
                                                      "rmse",    "rel_l2",   "max_rel"};
 inline constexpr std::string_view kSelectableMetrics[] = {
-    "max_abs",        "mean_abs",       "std_abs",    "rmse",         "rel_l2",
-    "max_rel",        "cos_sim",        "nan_count",  "inf_count",    "runtime_ms",
-    "ratio_max_abs",  "ratio_mean_abs", "ratio_std_abs", "ratio_rmse", "ratio_rel_l2",
-    "ratio_max_rel"};
+    "max_abs",       "mean_abs",   "std_abs",       "rmse",
+    "rel_l2",        "max_rel",    "cos_sim",       "nan_count",
+    "inf_count",     "runtime_ms", "ratio_max_abs", "ratio_mean_abs",
+    "ratio_std_abs", "ratio_rmse", "ratio_rel_l2",  "ratio_max_rel"};
 
 enum class Backend : unsigned char { cpu, cuda };
 const char* backend_name(Backend b);
@@ -75,8 +75,8 @@ struct AxisValues {
 enum class CompareOp : unsigned char { lt, le, gt, ge, eq, ne };
 
 struct Constraint {
-  std::string text;    // as written, e.g. "block_r <= seq_len"
-  std::string reason;  // shown for skipped points; defaults to "violates <text>"
+  std::string text;      // as written, e.g. "block_r <= seq_len"
+  std::string reason;    // shown for skipped points; defaults to "violates <text>"
   std::string lhs, rhs;  // axis names, or empty when the operand is the literal
   long long lhs_literal = 0, rhs_literal = 0;
   CompareOp op = CompareOp::le;
@@ -85,14 +85,14 @@ struct Constraint {
 struct Config {
   std::string name;
   std::string description;
-  std::vector<AxisValues> axes;              // every axis of kAxisNames, defaults filled in
-  std::vector<std::vector<std::string>> zip; // groups of axes that move together
+  std::vector<AxisValues> axes;               // every axis of kAxisNames, defaults filled in
+  std::vector<std::vector<std::string>> zip;  // groups of axes that move together
   std::vector<Constraint> constraints;
-  std::vector<std::uint64_t> seeds;          // one trial per seed
+  std::vector<std::uint64_t> seeds;  // one trial per seed
   std::vector<Variant> variants;
-  std::vector<std::string> metrics;          // shown in summary tables
-  nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
-  std::string hash;          // stable_hash_hex(effective.dump())
+  std::vector<std::string> metrics;  // shown in summary tables
+  nlohmann::json effective;          // the config after overrides, canonical (sorted keys)
+  std::string hash;                  // stable_hash_hex(effective.dump())
 
   const AxisValues& axis(std::string_view name) const;
   // Index into `variants` of the variant whose metrics v's ratios divide by, or -1.

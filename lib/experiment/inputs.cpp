@@ -42,7 +42,9 @@ PhiloxCounter draw_block(std::uint64_t seed, TensorId tensor, int b, int h, int 
 }
 
 // (0, 1) exclusive at both ends, so log() below never sees 0: (w + 1/2) / 2^32.
-double open_unit(std::uint32_t w) { return (static_cast<double>(w) + 0.5) * 0x1p-32; }
+double open_unit(std::uint32_t w) {
+  return (static_cast<double>(w) + 0.5) * 0x1p-32;
+}
 
 // [0, 1) with all 53 bits of a double's significand: 27 bits of w0, 26 of w1.
 double unit53(std::uint32_t w0, std::uint32_t w1) {
@@ -147,8 +149,8 @@ bool parse_distribution(std::string_view text, Distribution& out, std::string& e
   for (const KindSpec& k : kKinds)
     if (k.name == name) spec = &k;
   if (!spec) {
-    error = quoted + "unknown kind \"" + std::string(name) + "\"" +
-            did_you_mean(name, kKindNames) + "; valid: " + valid_forms();
+    error = quoted + "unknown kind \"" + std::string(name) + "\"" + did_you_mean(name, kKindNames) +
+            "; valid: " + valid_forms();
     return false;
   }
   Distribution d;
@@ -168,11 +170,12 @@ bool parse_distribution(std::string_view text, Distribution& out, std::string& e
     }
     if (args.size() == 1 && args[0].empty()) args.clear();  // "normal()" means the defaults
     double* slots[2] = {&d.a, &d.b};
-    if (d.kind == Distribution::Kind::outlier) slots[0] = &d.outlier_std, slots[1] = &d.outlier_prob;
+    if (d.kind == Distribution::Kind::outlier)
+      slots[0] = &d.outlier_std, slots[1] = &d.outlier_prob;
     const bool named = !args.empty() && args[0].find('=') != std::string_view::npos;
     if (!named && !args.empty() && args.size() != 2) {
-      error = quoted + std::string(spec->name) + " takes 2 parameters, " + std::string(spec->usage) +
-              ", got " + std::to_string(args.size());
+      error = quoted + std::string(spec->name) + " takes 2 parameters, " +
+              std::string(spec->usage) + ", got " + std::to_string(args.size());
       return false;
     }
     bool seen[2] = {false, false};
@@ -247,8 +250,8 @@ attention::Inputs make_inputs(const attention::Shape& shape, const Distribution&
     throw std::invalid_argument(
         "make_inputs: every dimension must be >= 1 (batch=" + std::to_string(shape.batch) +
         ", heads=" + std::to_string(shape.heads) + ", seq_q=" + std::to_string(shape.seq_q) +
-        ", seq_kv=" + std::to_string(shape.seq_kv) + ", head_dim=" +
-        std::to_string(shape.head_dim) + ")");
+        ", seq_kv=" + std::to_string(shape.seq_kv) +
+        ", head_dim=" + std::to_string(shape.head_dim) + ")");
   // fp8 inputs saturate (as FA-3's casts do): an outlier beyond 448 must not become NaN/inf.
   const bool is_fp8 =
       input_format == numerics::Format::fp8_e4m3 || input_format == numerics::Format::fp8_e5m2;
@@ -256,9 +259,12 @@ attention::Inputs make_inputs(const attention::Shape& shape, const Distribution&
       is_fp8 ? numerics::Overflow::saturate : numerics::default_overflow(input_format);
 
   attention::Inputs in;
-  in.q = attention::Tensor(shape.batch, shape.heads, shape.seq_q, shape.head_dim);   // (B, H, N_q, d)
-  in.k = attention::Tensor(shape.batch, shape.heads, shape.seq_kv, shape.head_dim);  // (B, H, N_kv, d)
-  in.v = attention::Tensor(shape.batch, shape.heads, shape.seq_kv, shape.head_dim);  // (B, H, N_kv, d)
+  in.q =
+      attention::Tensor(shape.batch, shape.heads, shape.seq_q, shape.head_dim);  // (B, H, N_q, d)
+  in.k =
+      attention::Tensor(shape.batch, shape.heads, shape.seq_kv, shape.head_dim);  // (B, H, N_kv, d)
+  in.v =
+      attention::Tensor(shape.batch, shape.heads, shape.seq_kv, shape.head_dim);  // (B, H, N_kv, d)
   const auto fill = [&](attention::Tensor& t, TensorId id) {
     for (int b = 0; b < t.batch; ++b)
       for (int h = 0; h < t.heads; ++h)

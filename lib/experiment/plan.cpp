@@ -56,12 +56,18 @@ bool holds(const Constraint& c, const json& axes) {
   const long long a = operand(axes, c.lhs, c.lhs_literal);
   const long long b = operand(axes, c.rhs, c.rhs_literal);
   switch (c.op) {
-    case CompareOp::lt: return a < b;
-    case CompareOp::le: return a <= b;
-    case CompareOp::gt: return a > b;
-    case CompareOp::ge: return a >= b;
-    case CompareOp::eq: return a == b;
-    case CompareOp::ne: return a != b;
+    case CompareOp::lt:
+      return a < b;
+    case CompareOp::le:
+      return a <= b;
+    case CompareOp::gt:
+      return a > b;
+    case CompareOp::ge:
+      return a >= b;
+    case CompareOp::eq:
+      return a == b;
+    case CompareOp::ne:
+      return a != b;
   }
   return false;
 }
@@ -116,7 +122,8 @@ Plan make_plan(const Config& config) {
     char count[32];
     std::snprintf(count, sizeof count, "%.3g", bound);
     throw ConfigError("axes", std::string("the axes and trials multiply to ") + count +
-                                  " points, more than " + std::to_string(static_cast<long long>(kMaxPlanPoints)) +
+                                  " points, more than " +
+                                  std::to_string(static_cast<long long>(kMaxPlanPoints)) +
                                   "; use zip groups or split the experiment into several configs");
   }
   Plan plan;
@@ -159,8 +166,9 @@ Plan make_plan(const Config& config) {
     for (const SkippedPoint& s : plan.skipped) ++counts[s.reason];
     for (const auto& [reason, n] : counts)
       reasons += (reasons.empty() ? "" : "; ") + reason + " (" + std::to_string(n) + ")";
-    throw ConfigError("constraints", "the constraints exclude every point, so nothing would run: " + reasons +
-                                         ". Check that they do not contradict each other or the axes");
+    throw ConfigError("constraints",
+                      "the constraints exclude every point, so nothing would run: " + reasons +
+                          ". Check that they do not contradict each other or the axes");
   }
   // Trials outermost: a run stopped early has covered every configuration at the first seed.
   for (std::size_t t = 0; t < config.seeds.size(); ++t)

@@ -18,9 +18,9 @@
 namespace attndev::experiment {
 
 struct Point {
-  std::size_t index = 0;   // position in plan order
-  std::string id;          // 16 hex digits
-  std::size_t trial = 0;   // index into Config::seeds
+  std::size_t index = 0;  // position in plan order
+  std::string id;         // 16 hex digits
+  std::size_t trial = 0;  // index into Config::seeds
   std::uint64_t seed = 0;
   attention::Shape shape;
   Distribution distribution;
@@ -40,7 +40,7 @@ struct SkippedPoint {
 
 struct Plan {
   std::vector<Point> points;
-  std::vector<SkippedPoint> skipped;  // one entry per axis combination (not per trial)
+  std::vector<SkippedPoint> skipped;      // one entry per axis combination (not per trial)
   std::vector<std::string> varying_axes;  // axes with more than one value, in canonical order
 };
 

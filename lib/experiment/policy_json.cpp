@@ -40,14 +40,19 @@ std::vector<std::string_view> format_names() {
 // Only saturate and nan are offered: e4m3 has no infinity to overflow to.
 const char* overflow_name(Overflow o) {
   switch (o) {
-    case Overflow::saturate: return "saturate";
-    case Overflow::to_nan: return "nan";
-    case Overflow::to_inf: return "inf";
+    case Overflow::saturate:
+      return "saturate";
+    case Overflow::to_nan:
+      return "nan";
+    case Overflow::to_inf:
+      return "inf";
   }
   return "?";
 }
 
-std::string type_of(const nlohmann::json& v) { return v.type_name(); }
+std::string type_of(const nlohmann::json& v) {
+  return v.type_name();
+}
 
 bool parse_preset(const nlohmann::json& value, PrecisionPolicy& out, std::string& error) {
   if (!value.is_string()) {
@@ -84,8 +89,9 @@ const numerics::PolicyPreset& nearest_preset(const PrecisionPolicy& policy) {
 bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string& error) {
   if (value.is_string()) return parse_preset(value, out, error);
   if (!value.is_object()) {
-    error = "a policy is a preset name or an object {\"base\": preset, <stage>: format, ...}, got " +
-            type_of(value);
+    error =
+        "a policy is a preset name or an object {\"base\": preset, <stage>: format, ...}, got " +
+        type_of(value);
     return false;
   }
   // Without "base" the unnamed stages are fp64: a fully spelled-out policy needs no preset.
@@ -161,7 +167,8 @@ nlohmann::json policy_to_json(const PrecisionPolicy& policy) {
 
 nlohmann::json policy_stages_json(const PrecisionPolicy& policy) {
   nlohmann::json j = nlohmann::json::object();
-  for (Stage s : numerics::kAllStages) j[numerics::stage_name(s)] = numerics::format_name(policy[s]);
+  for (Stage s : numerics::kAllStages)
+    j[numerics::stage_name(s)] = numerics::format_name(policy[s]);
   j[std::string(kFmaKey)] = policy.fma;
   j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
   return j;

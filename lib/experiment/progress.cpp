@@ -49,13 +49,13 @@ void ProgressReporter::update(std::size_t done, std::size_t total) {
     const int filled = static_cast<int>(fraction * kWidth);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r[%s] %zu/%zu points  %.2f pt/s  ETA %s   ", bar.c_str(), done, total, rate,
-                 format_duration(eta).c_str());
+    std::fprintf(stderr, "\r[%s] %zu/%zu points  %.2f pt/s  ETA %s   ", bar.c_str(), done, total,
+                 rate, format_duration(eta).c_str());
     std::fflush(stderr);
     drew_ = true;
   } else {
-    spdlog::info("progress: {}/{} points ({:.0f}%), {:.2f} points/s, ETA {}", done, total, 100 * fraction,
-                 rate, format_duration(eta));
+    spdlog::info("progress: {}/{} points ({:.0f}%), {:.2f} points/s, ETA {}", done, total,
+                 100 * fraction, rate, format_duration(eta));
   }
 }
 

@@ -12,7 +12,8 @@ const std::vector<std::string>& result_columns() {
   static const std::vector<std::string> kColumns = [] {
     std::vector<std::string> c = {"point_id", "point_index", "trial", "seed"};
     for (std::string_view axis : kAxisNames) c.emplace_back(axis);
-    for (const char* s : {"variant", "algorithm", "policy", "backend", "baseline", "status"}) c.emplace_back(s);
+    for (const char* s : {"variant", "algorithm", "policy", "backend", "baseline", "status"})
+      c.emplace_back(s);
     for (std::string_view m : kDeviationMetrics) c.emplace_back(m);
     c.emplace_back("worst_index");
     c.emplace_back("count");
@@ -43,7 +44,8 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
   row["point_index"] = point.index;
   row["trial"] = point.trial;
   row["seed"] = point.seed;
-  for (std::string_view axis : kAxisNames) row[std::string(axis)] = Json::parse(point.axes.at(std::string(axis)).dump());
+  for (std::string_view axis : kAxisNames)
+    row[std::string(axis)] = Json::parse(point.axes.at(std::string(axis)).dump());
   row["variant"] = variant.name;
   row["algorithm"] = attention::algorithm_name(variant.algorithm);
   row["policy"] = variant.policy_label;
@@ -66,7 +68,8 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
   const double flops = point_flops(point);
   if (outcome.status == "ok") {
     row["runtime_ms"] = io::number_json(outcome.runtime_ms);
-    row["gflops"] = io::number_json(outcome.runtime_ms > 0 ? flops / (outcome.runtime_ms * 1e6) : 0.0);
+    row["gflops"] =
+        io::number_json(outcome.runtime_ms > 0 ? flops / (outcome.runtime_ms * 1e6) : 0.0);
   }
   row["flops"] = io::number_json(flops);
   return row;

@@ -33,7 +33,8 @@ std::string results_csv(const std::vector<Json>& rows) {
   return out;
 }
 
-Json results_document(const Config& config, const StoredResults& results, const io::Provenance& writer) {
+Json results_document(const Config& config, const StoredResults& results,
+                      const io::Provenance& writer) {
   Json doc;
   doc["schema"] = "attndev.results";
   doc["schema_version"] = kResultsSchemaVersion;
@@ -55,7 +56,9 @@ Json results_document(const Config& config, const StoredResults& results, const 
 
 namespace {
 
-std::string axis_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string axis_text(const Json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 struct Cell {
   double sum = 0;
@@ -92,15 +95,18 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
       ++problems[row["variant"].get<std::string>() + ": " + row["status"].get<std::string>()];
     }
   }
-  md += "- points: " + std::to_string(results.done_points.size()) + " of " + std::to_string(plan.points.size()) +
-        " done (" + std::to_string(plan.skipped.size()) + " axis combinations skipped by constraints), " +
-        std::to_string(config.seeds.size()) + " trial(s) each\n";
+  md += "- points: " + std::to_string(results.done_points.size()) + " of " +
+        std::to_string(plan.points.size()) + " done (" + std::to_string(plan.skipped.size()) +
+        " axis combinations skipped by constraints), " + std::to_string(config.seeds.size()) +
+        " trial(s) each\n";
   md += "- rows: " + std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
         std::to_string(skipped) + " skipped\n";
-  md += "- config hash " + config.hash + "; attndev " + writer.tool_version + " (git " + writer.git_revision +
-        ", " + writer.compiler + "); " + writer.cpu_model + "; written " + writer.time_utc + "\n";
-  md += "- deviation is measured against the FP64 golden (baseline attention in fp64 on the same "
-        "rounded inputs); ratio_* = variant / its reference variant at the same point\n\n";
+  md += "- config hash " + config.hash + "; attndev " + writer.tool_version + " (git " +
+        writer.git_revision + ", " + writer.compiler + "); " + writer.cpu_model + "; written " +
+        writer.time_utc + "\n";
+  md +=
+      "- deviation is measured against the FP64 golden (baseline attention in fp64 on the same "
+      "rounded inputs); ratio_* = variant / its reference variant at the same point\n\n";
 
   // Pivot: one table row per combination of the axes that vary, one column per variant. Values
   // are means over trials; the key keeps plan order (first appearance).
@@ -124,18 +130,25 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
     by_key[key_pos[key]].push_back(&row);
   }
   const std::string trials_note =
-      config.seeds.size() > 1 ? " (mean over " + std::to_string(config.seeds.size()) + " trials)" : "";
+      config.seeds.size() > 1 ? " (mean over " + std::to_string(config.seeds.size()) + " trials)"
+                              : "";
   for (const std::string& metric : config.metrics) {
     md += "## " + metric + trials_note + "\n\n";
     // Ratio tables list only variants that have a reference other than themselves.
     const bool ratio = metric.rfind("ratio_", 0) == 0;
     std::vector<bool> shown(config.variants.size(), true);
     for (std::size_t v = 0; v < config.variants.size(); ++v)
-      if (ratio) shown[v] = config.ratio_reference(v) >= 0 && static_cast<std::size_t>(config.ratio_reference(v)) != v;
+      if (ratio)
+        shown[v] = config.ratio_reference(v) >= 0 &&
+                   static_cast<std::size_t>(config.ratio_reference(v)) != v;
     std::vector<std::string> header = plan.varying_axes;
     if (header.empty()) header.push_back("point");
     for (std::size_t v = 0; v < config.variants.size(); ++v)
-      if (shown[v]) header.push_back(ratio ? config.variants[v].name + " / " + config.variants[static_cast<std::size_t>(config.ratio_reference(v))].name : config.variants[v].name);
+      if (shown[v])
+        header.push_back(
+            ratio ? config.variants[v].name + " / " +
+                        config.variants[static_cast<std::size_t>(config.ratio_reference(v))].name
+                  : config.variants[v].name);
     std::vector<std::vector<std::string>> table;
     for (std::size_t k = 0; k < keys.size(); ++k) {
       std::vector<std::string> line = key_axes[keys[k]];
@@ -181,7 +194,8 @@ void write_result_tables(const std::filesystem::path& dir, const Config& config,
   io::write_file_atomic(dir / "results.csv", results_csv(results.rows));
   io::write_file_atomic(dir / "results.json",
                         results_document(config, results, writer)
-                                .dump(1, ' ', false, Json::error_handler_t::replace) + "\n");
+                                .dump(1, ' ', false, Json::error_handler_t::replace) +
+                            "\n");
   io::write_file_atomic(dir / "summary.md", summary_markdown(config, plan, results, writer));
 }
 

@@ -11,7 +11,9 @@ namespace attndev::experiment {
 namespace fs = std::filesystem;
 using io::Json;
 
-fs::path manifest_path(const fs::path& dir) { return dir / "run.json"; }
+fs::path manifest_path(const fs::path& dir) {
+  return dir / "run.json";
+}
 
 std::string shard_file_name(std::size_t index, std::size_t count) {
   if (count <= 1) return "results.jsonl";
@@ -34,13 +36,15 @@ namespace {
 Json read_manifest_json(const fs::path& dir) {
   const fs::path path = manifest_path(dir);
   if (!fs::exists(path))
-    throw OutputDirError(dir.string() + " has no run.json: it is not an attndev results folder "
-                                        "(or the run never started)");
+    throw OutputDirError(dir.string() +
+                         " has no run.json: it is not an attndev results folder "
+                         "(or the run never started)");
   Json manifest = Json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("config_hash") ||
       !manifest.contains("config") || !manifest["config_hash"].is_string())
-    throw OutputDirError(path.string() + " is not a valid attndev manifest; move the folder away "
-                                         "or rerun with --force-new");
+    throw OutputDirError(path.string() +
+                         " is not a valid attndev manifest; move the folder away "
+                         "or rerun with --force-new");
   return manifest;
 }
 
@@ -62,8 +66,8 @@ Config read_manifest_config(const fs::path& dir) {
                            "); the manifest was edited or written by another version");
     return config;
   } catch (const ConfigError& e) {
-    throw OutputDirError(manifest_path(dir).string() + ": stored config no longer validates: " +
-                         e.what());
+    throw OutputDirError(manifest_path(dir).string() +
+                         ": stored config no longer validates: " + e.what());
   }
 }
 
@@ -72,16 +76,18 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
   if (fs::exists(path)) {
     std::string old_hash = "?", old_name = "?";
     Json manifest = Json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
-    if (manifest.is_object() && manifest.contains("config_hash") && manifest["config_hash"].is_string()) {
+    if (manifest.is_object() && manifest.contains("config_hash") &&
+        manifest["config_hash"].is_string()) {
       old_hash = manifest["config_hash"].get<std::string>();
       if (manifest.contains("config_name") && manifest["config_name"].is_string())
         old_name = manifest["config_name"].get<std::string>();
     }
     if (old_hash == config.hash) return;
     if (!force_new)
-      throw OutputDirError(dir.string() + " holds results of another config (\"" + old_name + "\", hash " +
-                           old_hash + "); this config (\"" + config.name + "\", -a overrides included) has hash " +
-                           config.hash + ". Use another -o folder, or --force-new to delete the old results");
+      throw OutputDirError(dir.string() + " holds results of another config (\"" + old_name +
+                           "\", hash " + old_hash + "); this config (\"" + config.name +
+                           "\", -a overrides included) has hash " + config.hash +
+                           ". Use another -o folder, or --force-new to delete the old results");
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
       if (is_results_jsonl(name) || name == "results.csv" || name == "results.json" ||
@@ -120,7 +126,8 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
   std::unordered_map<std::string, std::size_t> point_index;
   for (const Point& p : plan.points) point_index[p.id] = p.index;
   std::unordered_map<std::string, std::size_t> variant_index;
-  for (std::size_t v = 0; v < config.variants.size(); ++v) variant_index[config.variants[v].name] = v;
+  for (std::size_t v = 0; v < config.variants.size(); ++v)
+    variant_index[config.variants[v].name] = v;
 
   // (point index) -> one slot per variant
   std::unordered_map<std::size_t, std::vector<Json>> by_point;
@@ -172,8 +179,10 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
 std::size_t repair_results_file(const fs::path& file, const Config& config, const Plan& plan) {
   if (!fs::exists(file)) return 0;
   const io::JsonlContents contents = io::read_jsonl(file);
-  const StoredResults kept = load_results(file.parent_path(), config, plan, file.filename().string());
-  const std::size_t total = contents.records.size() + contents.bad_lines + (contents.torn_tail ? 1 : 0);
+  const StoredResults kept =
+      load_results(file.parent_path(), config, plan, file.filename().string());
+  const std::size_t total =
+      contents.records.size() + contents.bad_lines + (contents.torn_tail ? 1 : 0);
   const std::size_t keep = kept.rows.size() + kept.runs.size();
   if (keep == total) return 0;
   std::string text;

@@ -30,7 +30,8 @@ struct InputSetCache {
     double max_abs_golden = 0;
   };
   std::map<numerics::Format, Reference> by_format;
-  std::unordered_map<std::size_t, std::pair<VariantOutcome, std::optional<metrics::Deviation>>> shared;
+  std::unordered_map<std::size_t, std::pair<VariantOutcome, std::optional<metrics::Deviation>>>
+      shared;
 };
 
 const InputSetCache::Reference& reference_for(InputSetCache& cache, const Point& point,
@@ -42,12 +43,15 @@ const InputSetCache::Reference& reference_for(InputSetCache& cache, const Point&
   attention::Options options = point.options;
   options.threads = threads;
   ref.golden = attention::golden(ref.inputs, options);
-  for (double x : ref.golden.o.data) ref.max_abs_golden = std::max(ref.max_abs_golden, std::fabs(x));
+  for (double x : ref.golden.o.data)
+    ref.max_abs_golden = std::max(ref.max_abs_golden, std::fabs(x));
   return cache.by_format.emplace(input_format, std::move(ref)).first->second;
 }
 
-std::pair<VariantOutcome, std::optional<metrics::Deviation>> evaluate(
-    const Variant& variant, const Point& point, InputSetCache& cache, int threads) {
+std::pair<VariantOutcome, std::optional<metrics::Deviation>> evaluate(const Variant& variant,
+                                                                      const Point& point,
+                                                                      InputSetCache& cache,
+                                                                      int threads) {
   const InputSetCache::Reference& ref = reference_for(cache, point, variant.policy.input, threads);
   attention::Options options = point.options;
   options.threads = threads;
@@ -74,8 +78,9 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   report.results_file = options.dir / shard_file_name(options.shard_index, shard_count);
   report.repaired_records = repair_results_file(report.results_file, config, plan);
   if (report.repaired_records)
-    spdlog::warn("{}: dropped {} torn or partial record(s) of an interrupted run; their points are rerun",
-                 report.results_file.string(), report.repaired_records);
+    spdlog::warn(
+        "{}: dropped {} torn or partial record(s) of an interrupted run; their points are rerun",
+        report.results_file.string(), report.repaired_records);
 
   const StoredResults stored = load_results(options.dir, config, plan);
   std::vector<const Point*> pending;
@@ -89,8 +94,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     }
   }
   if (report.already_done)
-    spdlog::info("resuming: {} of {} points already in {}", report.already_done, report.shard_points,
-                 options.dir.string());
+    spdlog::info("resuming: {} of {} points already in {}", report.already_done,
+                 report.shard_points, options.dir.string());
 
   io::JsonlAppender out(report.results_file);
   Json run_record;
@@ -136,7 +141,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
         }
         if (result.first.status != "ok")
           spdlog::debug("{} at {}: {}", variant.name, point->describe(), result.first.status);
-        rows.push_back(make_row(*point, variant, result.first, result.second ? &*result.second : nullptr));
+        rows.push_back(
+            make_row(*point, variant, result.first, result.second ? &*result.second : nullptr));
       }
       if (report.interrupted) break;  // the point in flight is not written: a rerun redoes it
       fill_ratios(rows, config);
@@ -153,7 +159,9 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     const Point& p = plan.points[row["point_index"].get<std::size_t>()];
     if (shard_of(p, shard_count) != options.shard_index) continue;
     const std::string kind = status_kind(row);
-    (kind == "ok" ? report.rows_ok : kind == "skipped" ? report.rows_skipped : report.rows_failed) += 1;
+    (kind == "ok"        ? report.rows_ok
+     : kind == "skipped" ? report.rows_skipped
+                         : report.rows_failed) += 1;
   }
   if (shard_count == 1) {
     write_result_tables(options.dir, config, plan, now, options.provenance);

@@ -33,12 +33,12 @@ struct RunOptions {
 
 struct RunReport {
   std::filesystem::path results_file;
-  std::size_t shard_points = 0;  // points of the plan in this shard
-  std::size_t already_done = 0;  // found complete in the folder (resume)
-  std::size_t ran = 0;           // points computed by this invocation
+  std::size_t shard_points = 0;      // points of the plan in this shard
+  std::size_t already_done = 0;      // found complete in the folder (resume)
+  std::size_t ran = 0;               // points computed by this invocation
   std::size_t repaired_records = 0;  // torn/partial records dropped from this shard's file
   bool interrupted = false;
-  bool tables_written = false;   // results.csv/json + summary.md (unsharded runs only)
+  bool tables_written = false;  // results.csv/json + summary.md (unsharded runs only)
   // Over all rows of this shard's points now on disk (resumed ones included).
   std::size_t rows_ok = 0, rows_failed = 0, rows_skipped = 0;
 };

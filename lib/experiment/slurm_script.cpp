@@ -104,8 +104,8 @@ std::string render_sweep(const SlurmOptions& o) {
   const std::string out_dir = o.output_dir;
   std::string s;
   s += "#!/bin/bash\n";
-  s += "# attndev sweep '" + o.job_name + "' as a SLURM job array: task i runs shard i/" + n +
-       ".\n";
+  s +=
+      "# attndev sweep '" + o.job_name + "' as a SLURM job array: task i runs shard i/" + n + ".\n";
   s += "# Written by `attndev slurm`; regenerate it rather than edit it. Resubmit the tasks that\n";
   s += "# `attndev merge` reports missing with: " + out_dir + "/slurm/submit.sh LIST\n";
   s += "#SBATCH --job-name=" + o.job_name + "\n";
@@ -145,8 +145,10 @@ std::string render_sweep(const SlurmOptions& o) {
 std::string render_merge(const SlurmOptions& o) {
   std::string s;
   s += "#!/bin/bash\n";
-  s += "# Merges the shards of attndev sweep '" + o.job_name + "' and reports missing points with\n";
-  s += "# the --array list that reruns them. Submitted with --dependency=afterany on the sweep, so\n";
+  s +=
+      "# Merges the shards of attndev sweep '" + o.job_name + "' and reports missing points with\n";
+  s += "# the --array list that reruns them. Submitted with --dependency=afterany on the sweep, "
+       "so\n";
   s += "# it runs however the tasks ended.\n";
   s += "#SBATCH --job-name=" + o.job_name + "-merge\n";
   s += "#SBATCH --ntasks=1\n";

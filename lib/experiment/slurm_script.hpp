@@ -6,7 +6,8 @@
 // Why the shard count is written into the script (`--shard auto/N`, not plain `auto`):
 // SLURM_ARRAY_TASK_COUNT is the size of the array *as submitted*; resubmitting only the missing
 // tasks (`sbatch --array=2,5`) gives count=2, which would re-partition the points and run the wrong
-// ones. SLURM_ARRAY_TASK_ID, by contrast, is stable, so the runner takes only the task id from SLURM.
+// ones. SLURM_ARRAY_TASK_ID, by contrast, is stable, so the runner takes only the task id from
+// SLURM.
 #pragma once
 
 #include <optional>

@@ -7,7 +7,9 @@
 namespace attndev::experiment {
 
 namespace {
-char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) {
   if (prefix.size() > text.size()) return false;

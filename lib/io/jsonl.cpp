@@ -14,11 +14,13 @@ namespace attndev::io {
 JsonlAppender::JsonlAppender(const std::filesystem::path& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw std::runtime_error("cannot open " + path.string() + " for appending: " +
-                             std::strerror(errno));
+    throw std::runtime_error("cannot open " + path.string() +
+                             " for appending: " + std::strerror(errno));
 }
 
-JsonlAppender::~JsonlAppender() { close(); }
+JsonlAppender::~JsonlAppender() {
+  close();
+}
 
 void JsonlAppender::close() {
   if (fd_ >= 0) ::close(fd_);

@@ -129,7 +129,8 @@ class DictParser {
     return true;
   }
   std::uint64_t parse_uint(const std::string& key) {
-    if (peek() < '0' || peek() > '9') bad("'" + key + "' holds a non-integer or negative dimension");
+    if (peek() < '0' || peek() > '9')
+      bad("'" + key + "' holds a non-integer or negative dimension");
     std::uint64_t v = 0;
     while (peek() >= '0' && peek() <= '9') {
       const std::uint64_t digit = static_cast<std::uint64_t>(*p_++ - '0');
@@ -160,7 +161,8 @@ std::optional<DType> dtype_from_descr(const std::string& source, const std::stri
 
 // Fortran (column-major) data -> C (row-major) order. Walks the C index as an odometer and keeps
 // the matching Fortran offset in step, so it costs O(numel) with no division per element.
-std::vector<double> fortran_to_c(const std::vector<double>& f, const std::vector<std::int64_t>& shape) {
+std::vector<double> fortran_to_c(const std::vector<double>& f,
+                                 const std::vector<std::int64_t>& shape) {
   std::vector<double> c(f.size());
   if (f.empty()) return c;
   const std::size_t rank = shape.size();
@@ -270,7 +272,8 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
   const std::uint64_t want = numel * dtype_size(dtype);
   if (data_bytes != want) {
     fail(source, "the shape needs " + std::to_string(want) + " data bytes but the file holds " +
-                     std::to_string(data_bytes) + (data_bytes < want ? ": truncated" : ": corrupt"));
+                     std::to_string(data_bytes) +
+                     (data_bytes < want ? ": truncated" : ": corrupt"));
   }
   t.values.resize(static_cast<std::size_t>(numel));
   decode_le(dtype, bytes.data() + data_start, t.values.size(), t.values.data());
@@ -299,7 +302,8 @@ std::vector<unsigned char> encode_npy(const NamedTensor& tensor) {
                             "' is BF16, which .npy cannot store; write safetensors or use F32");
   }
   for (std::int64_t d : tensor.shape) {
-    if (d < 0) throw TensorFileError("write_npy: tensor '" + tensor.name + "' has a negative dimension");
+    if (d < 0)
+      throw TensorFileError("write_npy: tensor '" + tensor.name + "' has a negative dimension");
   }
   if (static_cast<std::int64_t>(tensor.values.size()) != tensor.numel()) {
     throw TensorFileError("write_npy: tensor '" + tensor.name + "' has " +
@@ -308,11 +312,13 @@ std::vector<unsigned char> encode_npy(const NamedTensor& tensor) {
   }
   std::string shape = "(";
   for (std::int64_t d : tensor.shape) shape += std::to_string(d) + ", ";
-  if (tensor.shape.size() == 1) shape.resize(shape.size() - 1);  // "(3,)"
-  else if (!tensor.shape.empty()) shape.resize(shape.size() - 2);
+  if (tensor.shape.size() == 1)
+    shape.resize(shape.size() - 1);  // "(3,)"
+  else if (!tensor.shape.empty())
+    shape.resize(shape.size() - 2);
   shape += ")";
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                       shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // numpy pads with spaces and a final '\n' so that the data starts 64-byte aligned.
   const std::size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');

@@ -71,9 +71,9 @@ std::string quote_command_line(int argc, const char* const* argv) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (i) out += ' ';
-    const bool plain =
-        !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789-_./=:,+@%") == std::string::npos;
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-_./=:,+@%") == std::string::npos;
     if (plain) {
       out += arg;
     } else {

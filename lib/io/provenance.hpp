@@ -15,10 +15,10 @@ struct Provenance {
   std::string git_revision;
   std::string compiler;
   std::string command_line;
-  std::string cpu_model;   // /proc/cpuinfo "model name"
-  std::string gpu;         // "none" until a CUDA backend reports its device
+  std::string cpu_model;  // /proc/cpuinfo "model name"
+  std::string gpu;        // "none" until a CUDA backend reports its device
   std::string hostname;
-  std::string time_utc;    // ISO 8601, e.g. 2024-05-01T12:00:00Z
+  std::string time_utc;  // ISO 8601, e.g. 2024-05-01T12:00:00Z
   std::string slurm_job_id;
   std::string slurm_array_job_id;
   std::string slurm_array_task_id;

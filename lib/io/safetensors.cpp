@@ -18,7 +18,9 @@ constexpr std::size_t kLengthBytes = 8;
   throw TensorFileError(source + ": " + what);
 }
 
-std::string tensor_label(const std::string& name) { return "tensor '" + name + "'"; }
+std::string tensor_label(const std::string& name) {
+  return "tensor '" + name + "'";
+}
 
 // A JSON number that is a non-negative integer; false for -1, 2.5, "3", true, ...
 bool as_u64(const nlohmann::json& j, std::uint64_t& out) {
@@ -69,9 +71,12 @@ Entry parse_entry(const std::string& source, const std::string& name, const nloh
       fail(source, where + ": shape dimension " + std::to_string(v) + " is too large");
     }
     e.shape.push_back(static_cast<std::int64_t>(v));
-    if (v == 0) zero = true;
-    else if (numel > max_elems / v) numel = max_elems;  // saturate: cannot match any offsets
-    else numel *= v;
+    if (v == 0)
+      zero = true;
+    else if (numel > max_elems / v)
+      numel = max_elems;  // saturate: cannot match any offsets
+    else
+      numel *= v;
   }
   if (zero) numel = 0;
   const auto off = j.find("data_offsets");
@@ -156,7 +161,8 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
     }
     if (e.begin > pos) {
       fail(source, "data bytes " + std::to_string(pos) + ".." + std::to_string(e.begin) +
-                       " belong to no tensor (before " + tensor_label(e.name) + "): corrupt header");
+                       " belong to no tensor (before " + tensor_label(e.name) +
+                       "): corrupt header");
     }
     pos = e.end;
   }
@@ -200,7 +206,9 @@ std::vector<unsigned char> encode_safetensors(std::span<const NamedTensor> tenso
       throw TensorFileError("write_safetensors: tensor name '" + t.name + "' given twice");
     }
     for (std::int64_t d : t.shape) {
-      if (d < 0) throw TensorFileError("write_safetensors: " + tensor_label(t.name) + " has a negative dimension");
+      if (d < 0)
+        throw TensorFileError("write_safetensors: " + tensor_label(t.name) +
+                              " has a negative dimension");
     }
     if (static_cast<std::int64_t>(t.values.size()) != t.numel()) {
       throw TensorFileError("write_safetensors: " + tensor_label(t.name) + " has " +

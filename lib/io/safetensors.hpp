@@ -20,7 +20,8 @@
 
 namespace attndev::io {
 
-inline constexpr std::uint64_t kMaxSafetensorsHeader = 100000000;  // 100 MB, as the reference reader
+inline constexpr std::uint64_t kMaxSafetensorsHeader =
+    100000000;  // 100 MB, as the reference reader
 
 using TensorMetadata = std::map<std::string, std::string>;  // "__metadata__": string -> string
 

@@ -50,11 +50,16 @@ std::size_t dtype_size(DType d) {
 }
 
 bool parse_dtype(std::string_view text, DType& out) {
-  if (text == "F64") out = DType::f64;
-  else if (text == "F32") out = DType::f32;
-  else if (text == "F16") out = DType::f16;
-  else if (text == "BF16") out = DType::bf16;
-  else return false;
+  if (text == "F64")
+    out = DType::f64;
+  else if (text == "F32")
+    out = DType::f32;
+  else if (text == "F16")
+    out = DType::f16;
+  else if (text == "BF16")
+    out = DType::bf16;
+  else
+    return false;
   return true;
 }
 
@@ -68,9 +73,12 @@ double half_to_double(std::uint16_t h) {
   const int exp = (h >> 10) & 0x1f;
   const int frac = h & 0x3ff;
   double a;
-  if (exp == 0) a = std::ldexp(static_cast<double>(frac), -24);  // subnormal (or zero)
-  else if (exp == 31) a = frac ? NAN : INFINITY;
-  else a = std::ldexp(static_cast<double>(1024 + frac), exp - 25);
+  if (exp == 0)
+    a = std::ldexp(static_cast<double>(frac), -24);  // subnormal (or zero)
+  else if (exp == 31)
+    a = frac ? NAN : INFINITY;
+  else
+    a = std::ldexp(static_cast<double>(1024 + frac), exp - 25);
   return sign ? -a : a;
 }
 
@@ -330,8 +338,10 @@ TensorPairing match_tensors(const std::vector<LoadedTensor>& a,
   for (std::size_t i = 0; i < a.size(); ++i) in_a.emplace(a[i].key, i);
   for (const auto& [key, i] : in_a) {
     const auto it = in_b.find(key);
-    if (it == in_b.end()) p.only_a.push_back(key);
-    else p.pairs.emplace_back(i, it->second);
+    if (it == in_b.end())
+      p.only_a.push_back(key);
+    else
+      p.pairs.emplace_back(i, it->second);
   }
   for (const auto& [key, j] : in_b) {
     if (!in_a.count(key)) p.only_b.push_back(key);

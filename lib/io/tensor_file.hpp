@@ -31,12 +31,12 @@ std::size_t dtype_size(DType d);  // bytes per element
 bool parse_dtype(std::string_view text, DType& out);
 
 struct NamedTensor {
-  std::string name;                // safetensors key; for .npy the file name without ".npy"
-  DType dtype = DType::f32;        // how it is (or will be) stored
-  std::vector<std::int64_t> shape; // row-major (C order); {} is a scalar (1 element)
-  std::vector<double> values;      // numel() values, C order, decoded exactly
+  std::string name;                 // safetensors key; for .npy the file name without ".npy"
+  DType dtype = DType::f32;         // how it is (or will be) stored
+  std::vector<std::int64_t> shape;  // row-major (C order); {} is a scalar (1 element)
+  std::vector<double> values;       // numel() values, C order, decoded exactly
 
-  std::int64_t numel() const;      // product of shape (1 for a scalar; saturates, never wraps)
+  std::int64_t numel() const;  // product of shape (1 for a scalar; saturates, never wraps)
 };
 
 // Little-endian element codecs shared by the readers and writers. decode_le is exact;
@@ -75,7 +75,7 @@ std::vector<LoadedTensor> load_tensors(const std::filesystem::path& path);
 
 struct TensorPairing {
   std::vector<std::pair<std::size_t, std::size_t>> pairs;  // indices into a and b, sorted by key
-  std::vector<std::string> only_a;                          // keys without a partner
+  std::vector<std::string> only_a;                         // keys without a partner
   std::vector<std::string> only_b;
 };
 

@@ -26,7 +26,9 @@ struct CompensatedSum {
 
 // A pair that both sides agree is the same infinity carries no error; every other non-finite
 // pair poisons the metrics (STYLE.md #9: infinities must match in sign, NaN always fails).
-bool matching_infinities(double x, double r) { return std::isinf(x) && x == r; }
+bool matching_infinities(double x, double r) {
+  return std::isinf(x) && x == r;
+}
 
 }  // namespace
 

@@ -14,7 +14,7 @@ struct Deviation {
   double rel_l2 = 0;    // ||x - ref||_2 / ||ref||_2 (0/0 -> 0)
   double max_rel = 0;   // max |x - ref| / max(|ref|, max_rel_floor)
   double max_rel_floor = 0;
-  double cos_sim = 1;   // <x, ref> / (||x|| ||ref||); 1 when both are zero
+  double cos_sim = 1;  // <x, ref> / (||x|| ||ref||); 1 when both are zero
   std::int64_t nan_count = 0;
   std::int64_t inf_count = 0;
   std::int64_t worst_index = -1;  // flat index of the max_abs element (-1 if empty)

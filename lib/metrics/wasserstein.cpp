@@ -20,8 +20,10 @@ struct CompensatedSum {
       sum = t;
       return;
     }
-    if (std::fabs(sum) >= std::fabs(x)) carry += (sum - t) + x;
-    else carry += (x - t) + sum;
+    if (std::fabs(sum) >= std::fabs(x))
+      carry += (sum - t) + x;
+    else
+      carry += (x - t) + sum;
     sum = t;
   }
   long double value() const { return sum + carry; }
@@ -93,8 +95,10 @@ TensorDistance tensor_distance(std::span<const double> a, std::span<const double
   CompensatedSum diff2, ref2;
   for (std::size_t k = 0; k < a.size(); ++k) {
     const double e = b[k] - a[k];  // NaN for inf - inf: reported as NaN, not as 0
-    if (std::isnan(e)) nan = true;
-    else max_abs = std::max(max_abs, std::fabs(e));
+    if (std::isnan(e))
+      nan = true;
+    else
+      max_abs = std::max(max_abs, std::fabs(e));
     diff2.add(static_cast<long double>(e) * e);
     ref2.add(static_cast<long double>(a[k]) * a[k]);
   }
@@ -103,8 +107,10 @@ TensorDistance tensor_distance(std::span<const double> a, std::span<const double
   d.sq_ref = static_cast<double>(ref2.value());
   const long double num = diff2.value();
   const long double den = ref2.value();
-  if (num == 0 && den == 0) d.rel_l2 = 0;
-  else d.rel_l2 = static_cast<double>(std::sqrt(num) / std::sqrt(den));
+  if (num == 0 && den == 0)
+    d.rel_l2 = 0;
+  else
+    d.rel_l2 = static_cast<double>(std::sqrt(num) / std::sqrt(den));
   return d;
 }
 
@@ -116,24 +122,30 @@ DistanceAggregate aggregate(std::span<const TensorDistance> parts) {
     ++g.tensors;
     const std::int64_t weight = d.count_a + d.count_b;
     g.elements += weight;
-    if (std::isnan(d.w1)) w1_nan = true;
+    if (std::isnan(d.w1))
+      w1_nan = true;
     else if (weight > 0) {
       w1_num += static_cast<long double>(weight) * d.w1;
       w1_den += weight;
     }
     if (!d.same_shape) continue;
     ++g.same_shape_tensors;
-    if (std::isnan(d.max_abs)) max_nan = true;
-    else g.max_abs = std::max(g.max_abs, d.max_abs);
+    if (std::isnan(d.max_abs))
+      max_nan = true;
+    else
+      g.max_abs = std::max(g.max_abs, d.max_abs);
     diff2 += d.sq_diff;
     ref2 += d.sq_ref;
   }
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   g.w1_mean = w1_nan ? kNaN : (w1_den > 0 ? static_cast<double>(w1_num / w1_den) : 0.0);
   if (max_nan) g.max_abs = kNaN;
-  if (g.same_shape_tensors == 0) g.max_abs = g.rel_l2 = kNaN;
-  else if (diff2 == 0 && ref2 == 0) g.rel_l2 = 0;
-  else g.rel_l2 = static_cast<double>(std::sqrt(diff2) / std::sqrt(ref2));
+  if (g.same_shape_tensors == 0)
+    g.max_abs = g.rel_l2 = kNaN;
+  else if (diff2 == 0 && ref2 == 0)
+    g.rel_l2 = 0;
+  else
+    g.rel_l2 = static_cast<double>(std::sqrt(diff2) / std::sqrt(ref2));
   return g;
 }
 

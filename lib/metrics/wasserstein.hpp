@@ -27,12 +27,12 @@ double wasserstein1_sorted(std::span<const double> u, std::span<const double> v)
 
 // One tensor of checkpoint A (the reference) against the same tensor of checkpoint B.
 struct TensorDistance {
-  double w1 = 0;           // wasserstein1(a, b) over the value distributions (any shapes)
-  bool same_shape = false; // max_abs / rel_l2 are defined only elementwise, for equal shapes
-  double max_abs = 0;      // max |b - a|; NaN if any pair holds a NaN; 0 for empty tensors
-  double rel_l2 = 0;       // ||b - a||_2 / ||a||_2 (0/0 -> 0, x/0 -> inf)
-  double sq_diff = 0;      // sum (b - a)^2, for the aggregate relative L2
-  double sq_ref = 0;       // sum a^2
+  double w1 = 0;            // wasserstein1(a, b) over the value distributions (any shapes)
+  bool same_shape = false;  // max_abs / rel_l2 are defined only elementwise, for equal shapes
+  double max_abs = 0;       // max |b - a|; NaN if any pair holds a NaN; 0 for empty tensors
+  double rel_l2 = 0;        // ||b - a||_2 / ||a||_2 (0/0 -> 0, x/0 -> inf)
+  double sq_diff = 0;       // sum (b - a)^2, for the aggregate relative L2
+  double sq_ref = 0;        // sum a^2
   std::int64_t count_a = 0, count_b = 0;
   std::int64_t nan_a = 0, nan_b = 0;  // NaN elements: reported, never dropped
   std::int64_t inf_a = 0, inf_b = 0;
@@ -45,13 +45,13 @@ TensorDistance tensor_distance(std::span<const double> a, std::span<const double
 // Over all compared tensors of two checkpoints.
 struct DistanceAggregate {
   std::int64_t tensors = 0;
-  std::int64_t elements = 0;      // sum of count_a + count_b
+  std::int64_t elements = 0;  // sum of count_a + count_b
   // Element-weighted mean of W1, weight count_a + count_b per tensor (a large tensor moves it
   // more than a bias vector). NaN if any tensor's W1 is NaN.
   double w1_mean = 0;
   std::int64_t same_shape_tensors = 0;
-  double max_abs = 0;             // max of max_abs over same-shape tensors (NaN propagates)
-  double rel_l2 = 0;              // sqrt(sum sq_diff / sum sq_ref) over same-shape tensors
+  double max_abs = 0;  // max of max_abs over same-shape tensors (NaN propagates)
+  double rel_l2 = 0;   // sqrt(sum sq_diff / sum sq_ref) over same-shape tensors
 };
 
 DistanceAggregate aggregate(std::span<const TensorDistance> parts);

@@ -14,8 +14,8 @@ namespace attndev::numerics {
 
 enum class Format : std::uint8_t { fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2 };
 
-inline constexpr Format kAllFormats[] = {Format::fp64, Format::fp32,     Format::tf32,
-                                         Format::fp16, Format::bf16,     Format::fp8_e4m3,
+inline constexpr Format kAllFormats[] = {Format::fp64,    Format::fp32, Format::tf32,
+                                         Format::fp16,    Format::bf16, Format::fp8_e4m3,
                                          Format::fp8_e5m2};
 
 // What a value beyond the largest finite number becomes.
@@ -27,13 +27,13 @@ enum class Overflow : std::uint8_t {
 
 struct FormatTraits {
   const char* name;
-  int fraction_bits;    // explicit mantissa bits (precision p = fraction_bits + 1)
+  int fraction_bits;  // explicit mantissa bits (precision p = fraction_bits + 1)
   int exponent_bits;
-  int min_exponent;     // exponent of the smallest normal number: 2^min_exponent
-  int max_exponent;     // exponent of the largest finite binade
+  int min_exponent;  // exponent of the smallest normal number: 2^min_exponent
+  int max_exponent;  // exponent of the largest finite binade
   double max_finite;
   bool has_inf;
-  int storage_bits;     // bits of the encoding (tf32 is stored in 32-bit containers)
+  int storage_bits;  // bits of the encoding (tf32 is stored in 32-bit containers)
 
   ATTNDEV_HD constexpr double min_normal() const { return pow2(min_exponent); }
   ATTNDEV_HD constexpr double min_subnormal() const { return pow2(min_exponent - fraction_bits); }
@@ -70,7 +70,9 @@ ATTNDEV_HD constexpr FormatTraits traits(Format f) {
   return {"?", 0, 0, 0, 0, 0.0, false, 0};
 }
 
-inline const char* format_name(Format f) { return traits(f).name; }
+inline const char* format_name(Format f) {
+  return traits(f).name;
+}
 
 // Accepts the canonical names and common spellings (float32, half, bfloat16, e4m3, ...).
 // Returns false for an unknown name. Host only.
@@ -80,12 +82,12 @@ inline bool parse_format(std::string_view text, Format& out) {
     Format format;
   };
   static constexpr Alias kAliases[] = {
-      {"fp64", Format::fp64},         {"float64", Format::fp64},     {"double", Format::fp64},
-      {"fp32", Format::fp32},         {"float32", Format::fp32},     {"float", Format::fp32},
-      {"tf32", Format::tf32},         {"fp16", Format::fp16},        {"float16", Format::fp16},
-      {"half", Format::fp16},         {"bf16", Format::bf16},        {"bfloat16", Format::bf16},
-      {"fp8-e4m3", Format::fp8_e4m3}, {"e4m3", Format::fp8_e4m3},    {"fp8_e4m3", Format::fp8_e4m3},
-      {"fp8-e5m2", Format::fp8_e5m2}, {"e5m2", Format::fp8_e5m2},    {"fp8_e5m2", Format::fp8_e5m2},
+      {"fp64", Format::fp64},         {"float64", Format::fp64},  {"double", Format::fp64},
+      {"fp32", Format::fp32},         {"float32", Format::fp32},  {"float", Format::fp32},
+      {"tf32", Format::tf32},         {"fp16", Format::fp16},     {"float16", Format::fp16},
+      {"half", Format::fp16},         {"bf16", Format::bf16},     {"bfloat16", Format::bf16},
+      {"fp8-e4m3", Format::fp8_e4m3}, {"e4m3", Format::fp8_e4m3}, {"fp8_e4m3", Format::fp8_e4m3},
+      {"fp8-e5m2", Format::fp8_e5m2}, {"e5m2", Format::fp8_e5m2}, {"fp8_e5m2", Format::fp8_e5m2},
   };
   for (const Alias& a : kAliases) {
     if (a.name == text) {

@@ -29,7 +29,8 @@ Mat AttentionLayer::forward(const Mat& x, int seq, const Numerics& num) {
         for (int c = 0; c < d; ++c) {
           const Eigen::Index r = Eigen::Index(b) * seq + t;
           inputs_.q.at(b, h, t, c) = num.policy.round(numerics::Stage::input, z(r, h * d + c));
-          inputs_.k.at(b, h, t, c) = num.policy.round(numerics::Stage::input, z(r, dim + h * d + c));
+          inputs_.k.at(b, h, t, c) =
+              num.policy.round(numerics::Stage::input, z(r, dim + h * d + c));
           inputs_.v.at(b, h, t, c) =
               num.policy.round(numerics::Stage::input, z(r, 2 * dim + h * d + c));
         }
@@ -43,7 +44,8 @@ Mat AttentionLayer::forward(const Mat& x, int seq, const Numerics& num) {
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (int t = 0; t < seq; ++t)
-        for (int c = 0; c < d; ++c) o(Eigen::Index(b) * seq + t, h * d + c) = output_.o.at(b, h, t, c);
+        for (int c = 0; c < d; ++c)
+          o(Eigen::Index(b) * seq + t, h * d + c) = output_.o.at(b, h, t, c);
   return proj.forward(o, num);
 }
 
@@ -55,7 +57,8 @@ Mat AttentionLayer::backward(const Mat& dy, const Numerics& num) {
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)
       for (int t = 0; t < seq_; ++t)
-        for (int c = 0; c < d; ++c) d_out.at(b, h, t, c) = d_o(Eigen::Index(b) * seq_ + t, h * d + c);
+        for (int c = 0; c < d; ++c)
+          d_out.at(b, h, t, c) = d_o(Eigen::Index(b) * seq_ + t, h * d + c);
   const attention::Gradients g =
       attention::backward(num.algorithm, num.policy, inputs_, output_, d_out, options_);
   Mat dz(dy.rows(), 3 * dim);  // (B*T, 3C)

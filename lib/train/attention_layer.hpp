@@ -21,8 +21,8 @@ class AttentionLayer {
   int heads;
 
  private:
-  attention::Inputs inputs_;   // Q, K, V: (B, H, T, d) rounded to the policy's input format
-  attention::Output output_;   // O: (B, H, T, d), lse
+  attention::Inputs inputs_;  // Q, K, V: (B, H, T, d) rounded to the policy's input format
+  attention::Output output_;  // O: (B, H, T, d), lse
   attention::Options options_;
   int seq_ = 0;
 };

@@ -46,9 +46,10 @@ Corpus load_corpus(const std::filesystem::path& text_file) {
   std::string text, source;
   for (const char* f : kDefaultCorpusFiles) {
     if (!std::filesystem::is_regular_file(f))
-      throw CorpusError(std::string("default corpus file ") + f + " is missing: install the Debian " +
-                        "package " + kDefaultCorpusPackage + " (apt-get install " +
-                        kDefaultCorpusPackage + ", or scripts/setup.sh) or pass --text FILE");
+      throw CorpusError(std::string("default corpus file ") + f +
+                        " is missing: install the Debian " + "package " + kDefaultCorpusPackage +
+                        " (apt-get install " + kDefaultCorpusPackage +
+                        ", or scripts/setup.sh) or pass --text FILE");
     text += read_text(f);
     source += (source.empty() ? "" : ",") + std::string(f);
   }
@@ -66,8 +67,8 @@ Batch make_batch(const Corpus& corpus, std::uint64_t data_seed, int step, int ba
   const std::uint64_t windows = n - std::size_t(seq);
   for (int e = 0; e < batch; ++e) {
     // splitmix64 of (seed, step, element): independent, reproducible window starts.
-    std::uint64_t x = data_seed * 0x9e3779b97f4a7c15ull + std::uint64_t(step) * 0xd1b54a32d192ed03ull +
-                      std::uint64_t(e) + 1;
+    std::uint64_t x = data_seed * 0x9e3779b97f4a7c15ull +
+                      std::uint64_t(step) * 0xd1b54a32d192ed03ull + std::uint64_t(e) + 1;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     x ^= x >> 31;

@@ -8,10 +8,14 @@ using numerics::Format;
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::fp64: return "fp64";
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
+    case Precision::fp64:
+      return "fp64";
+    case Precision::fp32:
+      return "fp32";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp16:
+      return "fp16";
   }
   return "?";
 }
@@ -28,15 +32,21 @@ bool parse_precision(std::string_view text, Precision& out) {
 
 Format matmul_format(Precision p) {
   switch (p) {
-    case Precision::fp64: return Format::fp64;
-    case Precision::fp32: return Format::fp32;
-    case Precision::bf16: return Format::bf16;
-    case Precision::fp16: return Format::fp16;
+    case Precision::fp64:
+      return Format::fp64;
+    case Precision::fp32:
+      return Format::fp32;
+    case Precision::bf16:
+      return Format::bf16;
+    case Precision::fp16:
+      return Format::fp16;
   }
   return Format::fp64;
 }
 
-Format activation_format(Precision p) { return p == Precision::fp64 ? Format::fp64 : Format::fp32; }
+Format activation_format(Precision p) {
+  return p == Precision::fp64 ? Format::fp64 : Format::fp32;
+}
 
 void round_all(Format f, Mat& m) {
   if (f == Format::fp64) return;
@@ -68,10 +78,14 @@ Mat matmul(Precision p, const Mat& a, bool transpose_a, const Mat& b, bool trans
   const Format f = matmul_format(p);
   const MatF fa = operand(f, a), fb = operand(f, b);
   MatF c;
-  if (transpose_a && transpose_b) c = fa.transpose() * fb.transpose();
-  else if (transpose_a) c = fa.transpose() * fb;
-  else if (transpose_b) c = fa * fb.transpose();
-  else c = fa * fb;
+  if (transpose_a && transpose_b)
+    c = fa.transpose() * fb.transpose();
+  else if (transpose_a)
+    c = fa.transpose() * fb;
+  else if (transpose_b)
+    c = fa * fb.transpose();
+  else
+    c = fa * fb;
   Mat r = c.cast<double>();
   round_all(f, r);  // fp32: exact already; bf16/fp16: the output cast
   return r;

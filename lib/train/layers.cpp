@@ -23,7 +23,9 @@ std::uint64_t fnv1a(const std::string& s) {
 }
 
 // (0, 1): never 0, so log() below is finite.
-double unit_open(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }
+double unit_open(std::uint64_t bits) {
+  return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
+}
 
 constexpr double kLayerNormEps = 1e-5;
 
@@ -151,7 +153,9 @@ Mat Linear::backward(const Mat& dy, const Numerics& num) {
 namespace {
 constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
 constexpr double kGeluA = 0.044715;
-double gelu(double x) { return 0.5 * x * (1.0 + std::tanh(kGeluC * (x + kGeluA * x * x * x))); }
+double gelu(double x) {
+  return 0.5 * x * (1.0 + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
+}
 double gelu_grad(double x) {
   const double t = std::tanh(kGeluC * (x + kGeluA * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kGeluC * (1.0 + 3.0 * kGeluA * x * x);
@@ -159,7 +163,8 @@ double gelu_grad(double x) {
 }  // namespace
 
 Mlp::Mlp(const std::string& name, int dim, int hidden)
-    : fc(name + ".fc", dim, hidden, /*bias=*/true), proj(name + ".proj", hidden, dim, /*bias=*/true) {}
+    : fc(name + ".fc", dim, hidden, /*bias=*/true),
+      proj(name + ".proj", hidden, dim, /*bias=*/true) {}
 
 Mat Mlp::forward(const Mat& x, const Numerics& num) {
   pre_ = fc.forward(x, num);

@@ -17,7 +17,7 @@
 namespace attndev::train {
 
 struct Param {
-  std::string name;   // safetensors key, e.g. "blocks.0.attn.qkv.weight"
+  std::string name;  // safetensors key, e.g. "blocks.0.attn.qkv.weight"
   Mat value;
   Mat grad;
   bool decay = true;  // AdamW weight decay applies (matrices and embeddings, not norms/biases)

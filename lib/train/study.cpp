@@ -117,21 +117,24 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
   }
 
   // Distances at every step that both runs of a pair snapshotted, read back from the files.
-  std::string csv = io::csv_record({"step", "pair", "kind", "run_a", "run_b", "tensor", "w1",
-                                    "max_abs_diff"});
-  std::map<std::string, std::map<int, std::vector<WeightDistance>>> by_pair;  // pair -> step -> rows
+  std::string csv =
+      io::csv_record({"step", "pair", "kind", "run_a", "run_b", "tensor", "w1", "max_abs_diff"});
+  std::map<std::string, std::map<int, std::vector<WeightDistance>>>
+      by_pair;  // pair -> step -> rows
   for (const PairSpec& p : study.pairs) {
     const RunResult& ra = runs.at(p.a);
     const RunResult& rb = runs.at(p.b);
     const std::set<int> steps_b(rb.snapshot_steps.begin(), rb.snapshot_steps.end());
     for (int step : ra.snapshot_steps) {
       if (!steps_b.count(step)) continue;
-      const auto ta = io::read_safetensors(options.out_dir / p.a / "snapshots" / snapshot_name(step));
-      const auto tb = io::read_safetensors(options.out_dir / p.b / "snapshots" / snapshot_name(step));
+      const auto ta =
+          io::read_safetensors(options.out_dir / p.a / "snapshots" / snapshot_name(step));
+      const auto tb =
+          io::read_safetensors(options.out_dir / p.b / "snapshots" / snapshot_name(step));
       std::vector<WeightDistance> rows = compare_weights(ta.tensors, tb.tensors);
       for (const WeightDistance& d : rows) {
-        csv += io::csv_record({std::to_string(step), p.name, p.kind, p.a, p.b, d.tensor, fmt(d.w1),
-                               fmt(d.max_abs)});
+        csv += io::csv_record(
+            {std::to_string(step), p.name, p.kind, p.a, p.b, d.tensor, fmt(d.w1), fmt(d.max_abs)});
         ++result.compared_rows;
       }
       by_pair[p.name][step] = std::move(rows);
@@ -140,12 +143,14 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
   io::write_file_atomic(options.out_dir / "weights_comparison.csv", csv);
   result.files.push_back("weights_comparison.csv");
 
-  std::string ratios = io::csv_record({"step", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
+  std::string ratios =
+      io::csv_record({"step", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
   std::ostringstream md;
   md << "# Weight-deviation study: " << study.name << "\n\n";
   if (!study.description.empty()) md << study.description << "\n\n";
   md << "Command: `" << options.command_line << "`\n\n## Runs\n\n"
-     << "| run | precision | attention | policy | seed | steps | first loss | final loss (mean of last 10) | skipped | seconds |\n"
+     << "| run | precision | attention | policy | seed | steps | first loss | final loss (mean of "
+        "last 10) | skipped | seconds |\n"
      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const TrainConfig& cfg : study.runs) {
     const RunResult& r = runs.at(cfg.name);
@@ -176,12 +181,13 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
         md << " - |";
         continue;
       }
-      // Per tensor, and pooled ("all", last row). 0/0 at step 0 (identical inits) is reported as nan.
+      // Per tensor, and pooled ("all", last row). 0/0 at step 0 (identical inits) is reported as
+      // nan.
       for (std::size_t t = 0; t < num.at(step).size(); ++t) {
         const double n = num.at(step)[t].w1, d = den.at(step)[t].w1;
         const double ratio = d == 0.0 ? (n == 0.0 ? NAN : INFINITY) : n / d;
-        ratios += io::csv_record({std::to_string(step), r.name, num.at(step)[t].tensor, fmt(n),
-                                  fmt(d), fmt(ratio)});
+        ratios += io::csv_record(
+            {std::to_string(step), r.name, num.at(step)[t].tensor, fmt(n), fmt(d), fmt(ratio)});
       }
       const double n = num.at(step).back().w1, d = den.at(step).back().w1;
       md << " " << fmt(d == 0.0 ? (n == 0.0 ? NAN : INFINITY) : n / d) << " |";

@@ -22,9 +22,9 @@
 namespace attndev::train {
 
 struct WeightDistance {
-  std::string tensor;   // parameter name, or "all"
-  double w1 = 0;        // Wasserstein-1 between the two value distributions
-  double max_abs = 0;   // max |a_i - b_i| (elementwise, same index)
+  std::string tensor;  // parameter name, or "all"
+  double w1 = 0;       // Wasserstein-1 between the two value distributions
+  double max_abs = 0;  // max |a_i - b_i| (elementwise, same index)
   std::int64_t count = 0;
 };
 

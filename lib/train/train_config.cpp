@@ -20,7 +20,8 @@ std::string join(const std::string& path, const std::string& key) {
 }
 
 void check_keys(const json& j, const std::string& path, std::span<const std::string_view> valid) {
-  if (!j.is_object()) throw ConfigError(path.empty() ? "(top level)" : path, "must be a JSON object");
+  if (!j.is_object())
+    throw ConfigError(path.empty() ? "(top level)" : path, "must be a JSON object");
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (std::string_view v : valid) known = known || v == key;
@@ -55,23 +56,25 @@ std::string get_str(const json& j, const std::string& path, const char* key, std
   return j.at(key).get<std::string>();
 }
 
-constexpr std::string_view kRunKeys[] = {"name",      "description",    "model",      "optimizer",
-                                         "steps",     "batch",          "seed",       "data_seed",
-                                         "precision", "attention",      "loss_scale", "snapshot_every",
-                                         "log_every", "text"};
+constexpr std::string_view kRunKeys[] = {
+    "name",      "description", "model",     "optimizer",  "steps",          "batch",     "seed",
+    "data_seed", "precision",   "attention", "loss_scale", "snapshot_every", "log_every", "text"};
 constexpr std::string_view kModelKeys[] = {"d_model", "heads", "layers", "context", "mlp_hidden"};
 constexpr std::string_view kOptimKeys[] = {"lr",    "min_lr_ratio", "warmup_steps", "beta1",
                                            "beta2", "eps",          "weight_decay", "grad_clip"};
 constexpr std::string_view kAttnKeys[] = {"algorithm", "policy", "block_r", "block_c"};
 constexpr std::string_view kScaleKeys[] = {"init", "growth_interval"};
-constexpr std::string_view kStudyKeys[] = {"name", "description", "base", "runs", "pairs", "ratios", "quick"};
+constexpr std::string_view kStudyKeys[] = {"name",  "description", "base", "runs",
+                                           "pairs", "ratios",      "quick"};
 constexpr std::string_view kPairKeys[] = {"name", "kind", "a", "b"};
 constexpr std::string_view kRatioKeys[] = {"name", "numerator", "denominator"};
 constexpr std::string_view kPairKinds[] = {"flash", "seed", "lowprec", "other"};
 
 }  // namespace
 
-bool is_study(const json& j) { return j.is_object() && j.contains("runs"); }
+bool is_study(const json& j) {
+  return j.is_object() && j.contains("runs");
+}
 
 TrainConfig parse_train_config(const json& j, const std::string& path) {
   check_keys(j, path, kRunKeys);
@@ -127,9 +130,10 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
     if (!attention::parse_algorithm(alg, c.algorithm) ||
         (c.algorithm != attention::Algorithm::baseline &&
          c.algorithm != attention::Algorithm::flash2))
-      throw ConfigError(join(p, "algorithm"), "\"" + alg +
-                                                  "\" cannot be trained with: use baseline or flash2"
-                                                  " (the algorithms with a backward)");
+      throw ConfigError(join(p, "algorithm"),
+                        "\"" + alg +
+                            "\" cannot be trained with: use baseline or flash2"
+                            " (the algorithms with a backward)");
     if (a.contains("policy")) {
       std::string error;
       if (!experiment::parse_policy(a.at("policy"), c.policy, error))
@@ -158,7 +162,8 @@ StudyConfig parse_study_config(const json& j, bool quick) {
   if (!base.is_object()) throw ConfigError("base", "must be a JSON object (a run config)");
   if (quick) {
     if (!j.contains("quick"))
-      throw ConfigError("quick", "--quick needs a \"quick\" object in the config (keys merged over base)");
+      throw ConfigError("quick",
+                        "--quick needs a \"quick\" object in the config (keys merged over base)");
     base.merge_patch(j.at("quick"));
   }
   if (!j.at("runs").is_array() || j.at("runs").empty())
@@ -207,9 +212,11 @@ StudyConfig parse_study_config(const json& j, bool quick) {
       check_keys(q, p, kRatioKeys);
       RatioSpec rs{get_str(q, p, "name", "ratio"), get_str(q, p, "numerator", ""),
                    get_str(q, p, "denominator", "")};
-      for (const auto& [key, pair] : {std::pair{"numerator", rs.numerator}, std::pair{"denominator", rs.denominator}})
+      for (const auto& [key, pair] :
+           {std::pair{"numerator", rs.numerator}, std::pair{"denominator", rs.denominator}})
         if (!pair_names.count(pair))
-          throw ConfigError(p + "." + key, "\"" + pair + "\" is not the name of a pair in \"pairs\"");
+          throw ConfigError(p + "." + key,
+                            "\"" + pair + "\" is not the name of a pair in \"pairs\"");
       s.ratios.push_back(rs);
     }
   }

@@ -48,7 +48,7 @@ struct TrainConfig {
   int loss_scale_growth_interval = 200;
   int snapshot_every = 50;
   int log_every = 10;
-  std::string text;  // "" -> the default corpus
+  std::string text;       // "" -> the default corpus
   nlohmann::json source;  // the resolved JSON of this run, for provenance
 };
 

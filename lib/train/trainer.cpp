@@ -24,7 +24,9 @@ Numerics numerics_of(const TrainConfig& cfg, int threads) {
   return n;
 }
 
-numerics::Format master_format(Precision p) { return activation_format(p); }
+numerics::Format master_format(Precision p) {
+  return activation_format(p);
+}
 
 std::vector<io::NamedTensor> weights_of(Model& model, io::DType dtype) {
   std::vector<io::NamedTensor> r;

@@ -20,8 +20,8 @@
 namespace attndev::train {
 
 struct StepLog {
-  int step = 0;          // 0-based index of the update
-  double loss = 0;       // mean cross entropy of the step's batch, before the update
+  int step = 0;     // 0-based index of the update
+  double loss = 0;  // mean cross entropy of the step's batch, before the update
   double lr = 0;
   double loss_scale = 1;
   double grad_norm = 0;  // global L2 norm of the unscaled gradients
@@ -30,8 +30,8 @@ struct StepLog {
 };
 
 struct RunOptions {
-  std::filesystem::path out_dir;  // empty: write nothing (tests)
-  int threads = 1;                // attention threads; results do not depend on it
+  std::filesystem::path out_dir;                 // empty: write nothing (tests)
+  int threads = 1;                               // attention threads; results do not depend on it
   std::function<void(const StepLog&)> progress;  // called every step
 };
 

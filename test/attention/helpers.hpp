@@ -60,7 +60,9 @@ inline numerics::PrecisionPolicy preset(const char* name) {
   return p->policy;
 }
 
-inline bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+inline bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 // Number of elements of o and lse whose bits differ (NaN == NaN only with the same payload).
 inline std::size_t bit_differences(const Output& a, const Output& b) {

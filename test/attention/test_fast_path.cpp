@@ -19,8 +19,8 @@ struct NamedPolicy {
 
 std::vector<NamedPolicy> fast_policies() {
   std::vector<NamedPolicy> out;
-  for (const char* n : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16", "fp32",
-                        "fp64"})
+  for (const char* n :
+       {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16", "fp32", "fp64"})
     out.push_back({n, preset(n)});
   nx::PrecisionPolicy p = preset("kernel-bf16");
   p.fma = false;
@@ -80,12 +80,14 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
 }
 
 TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
-  CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), Options{})) == "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), Options{})) ==
+        "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::baseline, preset("torch-math-bf16"), Options{})) ==
         "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::baseline, preset("fp64"), Options{})) == "fast-f64");
   // Arithmetic in bf16 is not float arithmetic rounded afterwards: generic path.
-  CHECK(std::string(kernel_path(Algorithm::flash2, preset("working-bf16"), Options{})) == "generic");
+  CHECK(std::string(kernel_path(Algorithm::flash2, preset("working-bf16"), Options{})) ==
+        "generic");
   Options generic;
   generic.path = Options::Path::generic;
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), generic)) == "generic");

@@ -40,7 +40,8 @@ double rmse(const Tensor& a, const Tensor& b) {
   REQUIRE(a.data.size() == b.data.size());
   REQUIRE(!a.data.empty());
   double s = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i) s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
   return std::sqrt(s / static_cast<double>(a.data.size()));
 }
 
@@ -53,7 +54,8 @@ nx::PrecisionPolicy fp8_policy() {
 
 }  // namespace
 
-TEST_CASE("e4m3 quantization: values on the grid, amax at 448, error within half an ulp", "[fp8][quant]") {
+TEST_CASE("e4m3 quantization: values on the grid, amax at 448, error within half an ulp",
+          "[fp8][quant]") {
   const std::uint64_t seed = 17;
   INFO("seed=" << seed);
   const Tensor x = outlier_tensor(2, 3, 50, 16, seed, 0, nx::Format::fp16);
@@ -72,8 +74,10 @@ TEST_CASE("e4m3 quantization: values on the grid, amax at 448, error within half
             const double s = q.scale(b, h, n);
             // |x - v s| <= ulp_e4m3(v)/2 * s, plus fp32 division slack; the subnormal quantum
             // 2^-9 bounds the ulp from below.
-            const double ulp = std::max(std::ldexp(1.0, std::ilogb(std::max(std::fabs(v), 0x1p-6)) - 3), 0x1p-9);
-            worse_than_half_ulp += std::fabs(x.at(b, h, n, c) - v * s) > (0.5 * ulp + 448 * 0x1p-23) * s;
+            const double ulp =
+                std::max(std::ldexp(1.0, std::ilogb(std::max(std::fabs(v), 0x1p-6)) - 3), 0x1p-9);
+            worse_than_half_ulp +=
+                std::fabs(x.at(b, h, n, c) - v * s) > (0.5 * ulp + 448 * 0x1p-23) * s;
           }
     CHECK(off_grid == 0);
     CHECK(worse_than_half_ulp == 0);
@@ -95,7 +99,8 @@ TEST_CASE("fast Walsh-Hadamard transform equals the Sylvester matrix product", "
     std::size_t wrong = 0;
     for (int r = 0; r < n; ++r) {
       double e = 0;  // H[r][c] = (-1)^popcount(r & c)
-      for (int c = 0; c < n; ++c) e += (__builtin_popcount(r & c) % 2 ? -1.0 : 1.0) * x[static_cast<std::size_t>(c)];
+      for (int c = 0; c < n; ++c)
+        e += (__builtin_popcount(r & c) % 2 ? -1.0 : 1.0) * x[static_cast<std::size_t>(c)];
       wrong += y[static_cast<std::size_t>(r)] != e;  // small dyadic values: exact
     }
     INFO("n=" << n);
@@ -103,7 +108,8 @@ TEST_CASE("fast Walsh-Hadamard transform equals the Sylvester matrix product", "
   }
 }
 
-TEST_CASE("incoherent processing is orthogonal: QK^T preserved to round-off in fp64", "[fp8][hadamard]") {
+TEST_CASE("incoherent processing is orthogonal: QK^T preserved to round-off in fp64",
+          "[fp8][hadamard]") {
   const std::uint64_t seed = 23;
   INFO("seed=" << seed);
   for (int d : {4, 16, 64, 128}) {
@@ -139,15 +145,17 @@ TEST_CASE("incoherent processing is orthogonal: QK^T preserved to round-off in f
           biggest = std::max(biggest, std::fabs(a));
         }
       }
-    INFO("d=" << d << " worst relative change of QK^T=" << worst << " norm change=" << row_norm_change);
+    INFO("d=" << d << " worst relative change of QK^T=" << worst
+              << " norm change=" << row_norm_change);
     CHECK(biggest > 0);
     // log2(d) butterflies + the products: a few dozen ulps of the sum of |terms| at most.
     CHECK(worst <= 8 * (std::log2(d) + 2) * 0x1p-53);
     CHECK(row_norm_change <= 8 * (std::log2(d) + 2) * 0x1p-53);
   }
   Tensor odd(1, 1, 2, 12);
-  CHECK_THROWS_AS(fp8::rotate_rows(odd, fp8::random_signs(12, 1), nx::Format::fp32, nx::Format::fp32),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      fp8::rotate_rows(odd, fp8::random_signs(12, 1), nx::Format::fp32, nx::Format::fp32),
+      std::invalid_argument);
 }
 
 TEST_CASE("incoherent processing lowers the amax of rows that hold an outlier", "[fp8][hadamard]") {
@@ -162,7 +170,8 @@ TEST_CASE("incoherent processing lowers the amax of rows that hold an outlier", 
   CHECK(amax < 80.0 / 4);  // 80 / sqrt(64) = 10, plus the spread of the small entries
 }
 
-TEST_CASE("fp8 algorithms: close to the golden, refuse fp8-stored inputs, deterministic", "[fp8][algorithm]") {
+TEST_CASE("fp8 algorithms: close to the golden, refuse fp8-stored inputs, deterministic",
+          "[fp8][algorithm]") {
   const std::uint64_t seed = 31;
   INFO("seed=" << seed);
   const Shape s{1, 2, 96, 80, 64};
@@ -196,7 +205,8 @@ TEST_CASE("fp8 algorithms: close to the golden, refuse fp8-stored inputs, determ
   Algorithm parsed;
   REQUIRE(parse_algorithm("baseline-fp8", parsed));
   CHECK(parsed == Algorithm::baseline_fp8);
-  CHECK(std::string(kernel_path(Algorithm::flash3_fp8, preset("kernel-bf16"), Options{})) == "generic");
+  CHECK(std::string(kernel_path(Algorithm::flash3_fp8, preset("kernel-bf16"), Options{})) ==
+        "generic");
   CHECK_THROWS_AS(run(Algorithm::flash3_fp8, preset("fp8-e4m3"), in, opt), std::invalid_argument);
   const Inputs odd = outlier_inputs(Shape{1, 1, 8, 8, 12}, seed, nx::Format::fp16);
   CHECK_THROWS_AS(run(Algorithm::flash3_fp8, fp8_policy(), odd, opt), std::invalid_argument);

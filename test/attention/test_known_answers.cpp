@@ -62,7 +62,8 @@ TEST_CASE("2x2 attention worked out by hand", "[attention][known]") {
 
 // K = 0: every score is 0, so every p is exp(0) = 1 and l counts the keys. With N_kv a power of
 // two, 1/N is exact in every format, and O = mean of a constant column = that constant, exactly.
-TEST_CASE("constant V columns give O equal to the constant under every policy", "[attention][exact]") {
+TEST_CASE("constant V columns give O equal to the constant under every policy",
+          "[attention][exact]") {
   for (const nx::PolicyPreset& pp : nx::kPolicyPresets) {
     for (int n_kv : {1, 8, 64}) {
       Shape s{1, 2, 13, n_kv, 5};
@@ -114,7 +115,8 @@ TEST_CASE("one-hot scores select one row of V exactly", "[attention][exact]") {
       const Output r = run(a, pp.policy, in, opt);
       std::size_t wrong = 0;
       for (int i = 0; i < n; ++i)
-        for (int t = 0; t < n; ++t) wrong += r.o.at(0, 0, i, t) != in.v.at(0, 0, (i * 5 + 3) % n, t);
+        for (int t = 0; t < n; ++t)
+          wrong += r.o.at(0, 0, i, t) != in.v.at(0, 0, (i * 5 + 3) % n, t);
       CHECK(wrong == 0);
     }
   }
@@ -170,7 +172,8 @@ TEST_CASE("exp2(0) and exp(0) are exactly 1 in every stats format", "[attention]
   }
 }
 
-TEST_CASE("invalid arguments throw std::invalid_argument naming the field", "[attention][validation]") {
+TEST_CASE("invalid arguments throw std::invalid_argument naming the field",
+          "[attention][validation]") {
   const Shape s{1, 2, 5, 6, 4};
   const Inputs good = random_inputs(s, /*seed=*/1, nx::Format::fp32);
   const nx::PrecisionPolicy pol = preset("fp32");

@@ -27,7 +27,8 @@ double rmse(const Tensor& a, const Tensor& b) {
   REQUIRE(a.data.size() == b.data.size());
   REQUIRE(!a.data.empty());
   double s = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i) s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
   return std::sqrt(s / static_cast<double>(a.data.size()));
 }
 
@@ -68,15 +69,16 @@ TEST_CASE("deviation falls as mantissa bits grow; fp64 is at round-off", "[paper
         const nx::PrecisionPolicy pol = a == Algorithm::flash2
                                             ? nx::detail::kernel_policy(formats[f])
                                             : nx::detail::torch_math_policy(formats[f]);
-        err[static_cast<std::size_t>(f)] += mean_abs_diff(run(a, pol, in, opt).o, g.o) / seeds.size();
+        err[static_cast<std::size_t>(f)] +=
+            mean_abs_diff(run(a, pol, in, opt).o, g.o) / seeds.size();
       }
       err[3] += mean_abs_diff(run(a, nx::kGoldenPolicy, in, opt).o, g.o) / seeds.size();
     }
     INFO(algorithm_name(a) << " seeds 101-103 mean |dev|: bf16=" << err[0] << " fp16=" << err[1]
                            << " fp32=" << err[2] << " fp64=" << err[3]);
-    CHECK(err[2] > 0);  // fp32 rounding really happened
-    CHECK(err[0] > 2 * err[1]);  // 7 vs 10 fraction bits: 8x finer grid
-    CHECK(err[1] > 16 * err[2]);  // 10 vs 23
+    CHECK(err[2] > 0);             // fp32 rounding really happened
+    CHECK(err[0] > 2 * err[1]);    // 7 vs 10 fraction bits: 8x finer grid
+    CHECK(err[1] > 16 * err[2]);   // 10 vs 23
     CHECK(err[2] > 1e6 * err[3]);  // 23 vs 52
     CHECK(err[3] <= 64 * 0x1p-53 * golden_scale);
   }
@@ -85,7 +87,8 @@ TEST_CASE("deviation falls as mantissa bits grow; fp64 is at round-off", "[paper
 // Golden et al.'s mechanism for Flash's extra deviation at bf16: an algorithm that stores O in
 // bf16 between K/V blocks (flash1 under an fp32 policy whose output stage is bf16) rounds O once
 // per block, so its deviation grows with the number of K/V blocks N/Bc.
-TEST_CASE("O stored in bf16 between K/V blocks: deviation grows with the block count", "[paper][tiles]") {
+TEST_CASE("O stored in bf16 between K/V blocks: deviation grows with the block count",
+          "[paper][tiles]") {
   const std::vector<std::uint64_t> seeds = {201, 202, 203};
   const Shape s{1, 2, 128, 128, 32};
   nx::PrecisionPolicy pol = nx::detail::uniform_policy(nx::Format::fp32);
@@ -99,7 +102,8 @@ TEST_CASE("O stored in bf16 between K/V blocks: deviation grows with the block c
     const Output g = golden(in, opt);
     for (int b = 0; b < 4; ++b) {
       opt.block_c = block_cs[b];
-      err[static_cast<std::size_t>(b)] += mean_abs_diff(run(Algorithm::flash1, pol, in, opt).o, g.o) / seeds.size();
+      err[static_cast<std::size_t>(b)] +=
+          mean_abs_diff(run(Algorithm::flash1, pol, in, opt).o, g.o) / seeds.size();
     }
   }
   INFO("seeds 201-203, flash1 fp32+bf16 O, mean |dev| at 1/4/16/64 K/V blocks: "
@@ -127,7 +131,8 @@ TEST_CASE("O stored in bf16 between K/V blocks: deviation grows with the block c
 
 // FA-3 Table 3's ablation: per-block scales cannot lose to one scale per tensor on inputs with
 // outliers (a block's scale is set by its own amax, never by a bigger one elsewhere).
-TEST_CASE("block-quantized fp8 is not worse than per-tensor fp8 on outlier inputs", "[paper][fp8]") {
+TEST_CASE("block-quantized fp8 is not worse than per-tensor fp8 on outlier inputs",
+          "[paper][fp8]") {
   const std::vector<std::uint64_t> seeds = {301, 302, 303, 304};
   const Shape s{1, 2, 256, 256, 64};
   nx::PrecisionPolicy pol = preset("fp8-e4m3");
@@ -148,9 +153,8 @@ TEST_CASE("block-quantized fp8 is not worse than per-tensor fp8 on outlier input
     opt.fp8.block_quantization = true;
     block_rot += rmse(run(Algorithm::flash3_fp8, pol, in, opt).o, g.o) / seeds.size();
   }
-  INFO("seeds 301-304 mean rmse: block=" << block << " per-tensor=" << tensor
-                                         << " block+hadamard=" << block_rot
-                                         << " per-tensor+hadamard=" << tensor_rot);
+  INFO("seeds 301-304 mean rmse: block=" << block << " per-tensor=" << tensor << " block+hadamard="
+                                         << block_rot << " per-tensor+hadamard=" << tensor_rot);
   CHECK(block > 0);
   CHECK(block <= tensor);
   CHECK(block_rot <= tensor_rot);

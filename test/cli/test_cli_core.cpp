@@ -37,15 +37,16 @@ std::string slurp(const fs::path& p) {
 // Runs `attndev <args>` through the shell; args are shell words, quoted by the caller.
 RunResult run_attndev(const std::string& args) {
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("attndev_cli_core_" + std::to_string(::getpid()));
+    const fs::path d =
+        fs::temp_directory_path() / ("attndev_cli_core_" + std::to_string(::getpid()));
     fs::create_directories(d);
     return d;
   }();
   const fs::path out = dir / "stdout", err = dir / "stderr";
   const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
-  const std::string cmd = "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" +
-                          err.string() + "' </dev/null";
+  const std::string cmd =
+      "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   RunResult r;
   REQUIRE(WIFEXITED(status));
@@ -77,9 +78,9 @@ TEST_CASE("attndev list prints every section", "[cli]") {
   const RunResult r = run_attndev("list");
   INFO(r.err);
   REQUIRE(r.code == 0);
-  for (const char* needle : {"== formats", "fp8-e4m3", "unit roundoff", "== presets",
-                             "kernel-bf16", "score_accum", "== algorithms", "flash2",
-                             "== distributions", "outlier(std,p)", "== backends", "cuda"})
+  for (const char* needle :
+       {"== formats", "fp8-e4m3", "unit roundoff", "== presets", "kernel-bf16", "score_accum",
+        "== algorithms", "flash2", "== distributions", "outlier(std,p)", "== backends", "cuda"})
     CHECK_THAT(r.out, Catch::Contains(needle));
   const RunResult one = run_attndev("list backends");
   CHECK(one.code == 0);
@@ -89,8 +90,8 @@ TEST_CASE("attndev list prints every section", "[cli]") {
 
 TEST_CASE("attndev list --json is machine-readable and matches the tables", "[cli]") {
   const json j = parse_json(run_attndev("list --json"));
-  for (const char* key : {"formats", "presets", "algorithms", "distributions", "backends",
-                          "provenance"})
+  for (const char* key :
+       {"formats", "presets", "algorithms", "distributions", "backends", "provenance"})
     CHECK(j.contains(key));
   REQUIRE(j["formats"].size() == std::size(attndev::numerics::kAllFormats));
   for (const json& f : j["formats"]) {
@@ -131,8 +132,8 @@ TEST_CASE("attndev point --json reports both columns with every metric", "[cli]"
     CAPTURE(side);
     const json& m = j[side];
     CHECK(m["count"] == 2 * 3 * 37 * 16);
-    for (const char* key : {"max_abs", "mean_abs", "std_abs", "rmse", "rel_l2", "max_rel",
-                            "cos_sim", "time_s"}) {
+    for (const char* key :
+         {"max_abs", "mean_abs", "std_abs", "rmse", "rel_l2", "max_rel", "cos_sim", "time_s"}) {
       CAPTURE(key);
       REQUIRE(m[key].is_number());  // a finite kernel gives finite metrics
       CHECK(std::isfinite(m[key].get<double>()));
@@ -149,8 +150,8 @@ TEST_CASE("attndev point --json reports both columns with every metric", "[cli]"
 TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
   // The golden is `baseline` with every stage fp64 (STYLE.md #2): the same code on the same
   // inputs must agree bit for bit, which makes the metrics path checkable exactly.
-  const json j = parse_json(
-      run_attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
+  const json j =
+      parse_json(run_attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
   CHECK(j["variant"]["max_abs"] == 0.0);
   CHECK(j["variant"]["rmse"] == 0.0);
   CHECK(j["variant"]["cos_sim"] == 1.0);
@@ -159,13 +160,14 @@ TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
 }
 
 TEST_CASE("attndev point prints a table with variant, baseline and ratio", "[cli]") {
-  const RunResult r = run_attndev("point --algo flash1 --policy working-fp16 --n 24 --d 8 --br 8 "
-                              "--bc 8 --baseline-policy kernel-fp16");
+  const RunResult r = run_attndev(
+      "point --algo flash1 --policy working-fp16 --n 24 --d 8 --br 8 "
+      "--bc 8 --baseline-policy kernel-fp16");
   INFO(r.err);
   REQUIRE(r.code == 0);
-  for (const char* needle : {"point: flash1 under working-fp16 vs baseline under kernel-fp16",
-                             "max_abs", "rel_l2", "cos_sim", "nan/inf", "worst index", "ratio",
-                             "time: inputs"})
+  for (const char* needle :
+       {"point: flash1 under working-fp16 vs baseline under kernel-fp16", "max_abs", "rel_l2",
+        "cos_sim", "nan/inf", "worst index", "ratio", "time: inputs"})
     CHECK_THAT(r.out, Catch::Contains(needle));
 }
 

@@ -31,7 +31,8 @@ namespace {
 
 const fs::path& work_dir() {
   static const fs::path d = [] {
-    const fs::path p = fs::temp_directory_path() / ("attndev_cli_run_" + std::to_string(::getpid()));
+    const fs::path p =
+        fs::temp_directory_path() / ("attndev_cli_run_" + std::to_string(::getpid()));
     fs::remove_all(p);
     fs::create_directories(p);
     return p;
@@ -130,7 +131,8 @@ std::map<std::string, json> rows_of(const fs::path& file) {
     json c = r;
     c.erase("runtime_ms");
     c.erase("gflops");
-    const std::string key = r["point_id"].get<std::string>() + "/" + r["variant"].get<std::string>();
+    const std::string key =
+        r["point_id"].get<std::string>() + "/" + r["variant"].get<std::string>();
     INFO("duplicate row " << key << " in " << file);
     REQUIRE(out.count(key) == 0);
     out[key] = c;
@@ -148,7 +150,8 @@ const char* kSmall = R"({
   ]
 })";
 
-// Big enough (216 rows) that a kill polled every 1 ms lands mid-sweep; the test REQUIREs that it did.
+// Big enough (216 rows) that a kill polled every 1 ms lands mid-sweep; the test REQUIREs that it
+// did.
 const char* kLong = R"({
   "name": "cli-long",
   "axes": {"seq_len": [160, 224, 288, 352], "head_dim": 32, "block_r": [16, 32], "block_c": [16, 32, 64]},
@@ -170,29 +173,86 @@ TEST_CASE("bad configs exit 2 naming the JSON path, and write nothing", "[cli][r
     const char* fragment;
   };
   const std::string head = R"({"name": "bad", )";
-  const std::string ok_variants = R"("variants": [{"algorithm": "flash2", "policy": "kernel-bf16"}])";
+  const std::string ok_variants =
+      R"("variants": [{"algorithm": "flash2", "policy": "kernel-bf16"}])";
   const std::string ok_axes = R"("axes": {"seq_len": [64]})";
   const std::vector<Case> cases = {
       {"syntax", R"({"name": "bad" "axes": {}})", {}, "invalid JSON at line 1, column"},
-      {"unknown key", head + ok_axes + ", " + ok_variants + R"(, "trails": 3})", {}, "trails: unknown key \"trails\" (did you mean \"trials\"?)"},
-      {"unknown axis", head + R"("axes": {"seq_len": [64], "head_dims": [64]}, )" + ok_variants + "}", {}, "axes.head_dims: unknown key"},
-      {"empty axis", head + R"("axes": {"seq_len": []}, )" + ok_variants + "}", {}, "axes.seq_len: empty list"},
-      {"tile zero", head + R"("axes": {"seq_len": [64], "block_c": [64, 0]}, )" + ok_variants + "}", {}, "axes.block_c[1]: must be >= 1"},
-      {"wrong type", head + R"("axes": {"seq_len": "64"}, )" + ok_variants + "}", {}, "axes.seq_len: expected a positive integer"},
-      {"negative", head + R"("axes": {"seq_len": [64], "head_dim": [-8]}, )" + ok_variants + "}", {}, "axes.head_dim[0]: must be >= 1"},
-      {"unknown format", head + ok_axes + R"(, "variants": [{"algorithm": "flash2", "policy": {"base": "kernel-bf16", "prob": "fp7"}}]})", {}, "variants[0].policy"},
-      {"unknown preset", head + ok_axes + R"(, "variants": [{"algorithm": "flash2", "policy": "kernel-bf17"}]})", {}, "variants[0].policy"},
-      {"unknown algorithm", head + ok_axes + R"(, "variants": [{"algorithm": "flash", "policy": "fp32"}]})", {}, "variants[0].algorithm: unknown algorithm \"flash\""},
+      {"unknown key",
+       head + ok_axes + ", " + ok_variants + R"(, "trails": 3})",
+       {},
+       "trails: unknown key \"trails\" (did you mean \"trials\"?)"},
+      {"unknown axis",
+       head + R"("axes": {"seq_len": [64], "head_dims": [64]}, )" + ok_variants + "}",
+       {},
+       "axes.head_dims: unknown key"},
+      {"empty axis",
+       head + R"("axes": {"seq_len": []}, )" + ok_variants + "}",
+       {},
+       "axes.seq_len: empty list"},
+      {"tile zero",
+       head + R"("axes": {"seq_len": [64], "block_c": [64, 0]}, )" + ok_variants + "}",
+       {},
+       "axes.block_c[1]: must be >= 1"},
+      {"wrong type",
+       head + R"("axes": {"seq_len": "64"}, )" + ok_variants + "}",
+       {},
+       "axes.seq_len: expected a positive integer"},
+      {"negative",
+       head + R"("axes": {"seq_len": [64], "head_dim": [-8]}, )" + ok_variants + "}",
+       {},
+       "axes.head_dim[0]: must be >= 1"},
+      {"unknown format",
+       head + ok_axes +
+           R"(, "variants": [{"algorithm": "flash2", "policy": {"base": "kernel-bf16", "prob": "fp7"}}]})",
+       {},
+       "variants[0].policy"},
+      {"unknown preset",
+       head + ok_axes + R"(, "variants": [{"algorithm": "flash2", "policy": "kernel-bf17"}]})",
+       {},
+       "variants[0].policy"},
+      {"unknown algorithm",
+       head + ok_axes + R"(, "variants": [{"algorithm": "flash", "policy": "fp32"}]})",
+       {},
+       "variants[0].algorithm: unknown algorithm \"flash\""},
       {"no variants", head + ok_axes + R"(, "variants": []})", {}, "variants: empty list"},
-      {"two baselines", head + ok_axes + R"(, "variants": [{"name": "a", "algorithm": "flash2", "policy": "fp32", "baseline": true}, {"name": "b", "algorithm": "baseline", "policy": "fp32", "baseline": true}]})", {}, "variants[1].baseline"},
-      {"contradictory constraints", head + ok_axes + ", " + ok_variants + R"(, "constraints": ["seq_len < 32", "seq_len > 100"]})", {}, "constraints: the constraints exclude every point"},
-      {"zip mismatch", head + R"("axes": {"seq_len": [64, 128], "block_c": [16]}, "zip": [["seq_len", "block_c"]], )" + ok_variants + "}", {}, "zip[0][1]: zipped axes must have the same number of values"},
-      {"unknown metric", head + ok_axes + ", " + ok_variants + R"(, "metrics": ["max_err"]})", {}, "metrics[0]: unknown metric"},
-      {"bad trials", head + ok_axes + ", " + ok_variants + R"(, "trials": {"count": 2, "seeds": [1]}})", {}, "trials: give either"},
-      {"override typo", head + ok_axes + ", " + ok_variants + "}", {"-a", "seqlen=[128]"}, "-a seqlen: unknown axis \"seqlen\" (did you mean \"seq_len\"?)"},
-      {"override bad tile", head + ok_axes + ", " + ok_variants + "}", {"-a", "block_r=[0]"}, "-a block_r[0]: must be >= 1"},
+      {"two baselines",
+       head + ok_axes +
+           R"(, "variants": [{"name": "a", "algorithm": "flash2", "policy": "fp32", "baseline": true}, {"name": "b", "algorithm": "baseline", "policy": "fp32", "baseline": true}]})",
+       {},
+       "variants[1].baseline"},
+      {"contradictory constraints",
+       head + ok_axes + ", " + ok_variants +
+           R"(, "constraints": ["seq_len < 32", "seq_len > 100"]})",
+       {},
+       "constraints: the constraints exclude every point"},
+      {"zip mismatch",
+       head +
+           R"("axes": {"seq_len": [64, 128], "block_c": [16]}, "zip": [["seq_len", "block_c"]], )" +
+           ok_variants + "}",
+       {},
+       "zip[0][1]: zipped axes must have the same number of values"},
+      {"unknown metric",
+       head + ok_axes + ", " + ok_variants + R"(, "metrics": ["max_err"]})",
+       {},
+       "metrics[0]: unknown metric"},
+      {"bad trials",
+       head + ok_axes + ", " + ok_variants + R"(, "trials": {"count": 2, "seeds": [1]}})",
+       {},
+       "trials: give either"},
+      {"override typo",
+       head + ok_axes + ", " + ok_variants + "}",
+       {"-a", "seqlen=[128]"},
+       "-a seqlen: unknown axis \"seqlen\" (did you mean \"seq_len\"?)"},
+      {"override bad tile",
+       head + ok_axes + ", " + ok_variants + "}",
+       {"-a", "block_r=[0]"},
+       "-a block_r[0]: must be >= 1"},
       {"bad shard", head + ok_axes + ", " + ok_variants + "}", {"--shard", "3/3"}, "--shard 3/3"},
-      {"shard auto without SLURM", head + ok_axes + ", " + ok_variants + "}", {"--shard", "auto"}, "SLURM_ARRAY_TASK_ID is not set"},
+      {"shard auto without SLURM",
+       head + ok_axes + ", " + ok_variants + "}",
+       {"--shard", "auto"},
+       "SLURM_ARRAY_TASK_ID is not set"},
   };
   CHECK(cases.size() >= 15);
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -234,10 +294,12 @@ TEST_CASE("validate and plan describe a good config without writing", "[cli][pla
   CHECK_FALSE(fs::exists("results/cli-small"));
 }
 
-TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted result", "[cli][run][resume]") {
+TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted result",
+          "[cli][run][resume]") {
   const fs::path cfg = write_config("long", kLong);
   const fs::path whole = work_dir() / "long_whole", killed = work_dir() / "long_killed";
-  const Result full = attndev({"run", cfg.string(), "-o", whole.string(), "-j", "1", "--no-summary"});
+  const Result full =
+      attndev({"run", cfg.string(), "-o", whole.string(), "-j", "1", "--no-summary"});
   INFO(full.err);
   REQUIRE(full.code == 0);
   const std::map<std::string, json> expected = rows_of(whole / "results.jsonl");
@@ -255,13 +317,16 @@ TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted resu
   REQUIRE(landed >= 6);
   REQUIRE(landed < expected.size());
 
-  const Result resumed = attndev({"run", cfg.string(), "-o", killed.string(), "-j", "1", "--no-summary"});
+  const Result resumed =
+      attndev({"run", cfg.string(), "-o", killed.string(), "-j", "1", "--no-summary"});
   INFO(resumed.err);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.out + resumed.err, Catch::Contains("resuming"));  // spdlog writes to stdout
   CHECK(rows_of(killed / "results.jsonl") == expected);
-  const std::string csv_killed = slurp(killed / "results.csv"), csv_whole = slurp(whole / "results.csv");
-  CHECK(std::count(csv_killed.begin(), csv_killed.end(), '\n') == std::count(csv_whole.begin(), csv_whole.end(), '\n'));
+  const std::string csv_killed = slurp(killed / "results.csv"),
+                    csv_whole = slurp(whole / "results.csv");
+  CHECK(std::count(csv_killed.begin(), csv_killed.end(), '\n') ==
+        std::count(csv_whole.begin(), csv_whole.end(), '\n'));
 }
 
 TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signals]") {
@@ -278,7 +343,8 @@ TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signa
   CHECK_THAT(r.out + r.err, Catch::Contains("rerun the same command to resume"));
   const std::size_t landed = count_rows(dir / "results.jsonl");
   CHECK(landed % 3 == 0);  // whole points only
-  const Result again = attndev({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
+  const Result again =
+      attndev({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
   CHECK(again.code == 0);
   CHECK(rows_of(dir / "results.jsonl").size() == 72 * 3);
 }
@@ -291,8 +357,10 @@ TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   REQUIRE(s.code == 0);
   CHECK_THAT(s.out, Catch::Contains("## max_abs"));
 
-  const std::vector<std::string> slurm0 = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_COUNT=2", "SLURM_ARRAY_TASK_MIN=0"};
-  const Result s0 = attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto", "-j", "1"}, slurm0);
+  const std::vector<std::string> slurm0 = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_COUNT=2",
+                                           "SLURM_ARRAY_TASK_MIN=0"};
+  const Result s0 =
+      attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto", "-j", "1"}, slurm0);
   INFO(s0.err);
   REQUIRE(s0.code == 0);
   CHECK(fs::exists(sharded / "results.shard-0-of-2.jsonl"));
@@ -302,8 +370,9 @@ TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   CHECK_THAT(partial.out, Catch::Contains("--array=1 "));
   CHECK_THAT(partial.out, Catch::Contains("--shard auto/2"));
   // The rerun printed by merge: task id 1 of an array that is not 0..N-1.
-  const Result s1 = attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto/2", "-j", "1"},
-                            {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_COUNT=1", "SLURM_ARRAY_TASK_MIN=1"});
+  const Result s1 =
+      attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto/2", "-j", "1"},
+              {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_COUNT=1", "SLURM_ARRAY_TASK_MIN=1"});
   REQUIRE(s1.code == 0);
   const Result merged = attndev({"merge", sharded.string()});
   INFO(merged.out);
@@ -311,7 +380,8 @@ TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   CHECK_THAT(merged.out, Catch::Contains("complete"));
   CHECK(rows_of(sharded / "results.jsonl") == rows_of(single / "results.jsonl"));
 
-  const Result cmp = attndev({"compare", single.string(), sharded.string(), "-m", "max_abs", "-m", "rmse"});
+  const Result cmp =
+      attndev({"compare", single.string(), sharded.string(), "-m", "max_abs", "-m", "rmse"});
   INFO(cmp.out << cmp.err);
   CHECK(cmp.code == 0);
   CHECK_THAT(cmp.out, Catch::Contains("matched 16"));

@@ -28,8 +28,8 @@ bool lse_close(const std::vector<double>& cpu, const std::vector<double>& gpu) {
   if (cpu.size() != gpu.size()) return false;
   for (std::size_t i = 0; i < cpu.size(); ++i) {
     if (cpu[i] == gpu[i]) continue;  // includes -inf == -inf
-    if (!(std::fabs(cpu[i] - gpu[i]) <= 4 * std::numeric_limits<double>::epsilon() *
-                                             std::fabs(cpu[i])))
+    if (!(std::fabs(cpu[i] - gpu[i]) <=
+          4 * std::numeric_limits<double>::epsilon() * std::fabs(cpu[i])))
       return false;
   }
   return true;
@@ -62,8 +62,10 @@ TEST_CASE("faithful flash1/flash2 are bit-identical to the CPU emulator", "[gpu]
 }
 
 TEST_CASE("flash2-tc: max|tc - golden| <= 2 max|baseline - golden| + floor", "[gpu]") {
-  const attention::Shape shapes[] = {{1, 2, 1, 1, 64},     {2, 2, 129, 129, 64},
-                                     {1, 3, 200, 331, 128}, {1, 2, 331, 200, 128},
+  const attention::Shape shapes[] = {{1, 2, 1, 1, 64},
+                                     {2, 2, 129, 129, 64},
+                                     {1, 3, 200, 331, 128},
+                                     {1, 2, 331, 200, 128},
                                      {1, 1, 512, 512, 128}};
   int compared = 0, index = 0;
   for (numerics::Format f : {numerics::Format::bf16, numerics::Format::fp16}) {
@@ -91,8 +93,9 @@ TEST_CASE("fully masked causal rows give 0, never NaN, on every kernel", "[gpu]"
   int checked = 0;
   for (cuda::Kernel k : cuda::kAllKernels) {
     INFO(cuda::kernel_name(k));
-    const auto pol = numerics::find_preset(k == cuda::Kernel::baseline ? "torch-math-bf16"
-                                                                       : "kernel-bf16")->policy;
+    const auto pol =
+        numerics::find_preset(k == cuda::Kernel::baseline ? "torch-math-bf16" : "kernel-bf16")
+            ->policy;
     const cuda::CudaRunResult r = cuda::run_cuda(k, pol, in, opt);
     REQUIRE(r.status == cuda::RunStatus::ok);
     for (int h = 0; h < s.heads; ++h) {

@@ -98,7 +98,8 @@ TEST_CASE("flash2-tc says why it cannot run, and never falls back", "[cuda][disp
 
   for (const char* name : {"working-bf16", "torch-math-fp16", "fp32", "fp64"}) {
     INFO(name);
-    CHECK(chosen(Kernel::flash2_tc, preset(name), s64, tiles(64, 64)).rfind("unsupported:", 0) == 0);
+    CHECK(chosen(Kernel::flash2_tc, preset(name), s64, tiles(64, 64)).rfind("unsupported:", 0) ==
+          0);
   }
   numerics::PrecisionPolicy unfused = preset("kernel-bf16");
   unfused.fma = false;

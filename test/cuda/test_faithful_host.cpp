@@ -18,7 +18,8 @@ using namespace attndev;
 namespace {
 
 // The kernel's grid, as a loop: every (batch, head, row) through the row function.
-attention::Output run_rows_on_host(const cuda::tools::FaithfulCase& c, const attention::Inputs& in) {
+attention::Output run_rows_on_host(const cuda::tools::FaithfulCase& c,
+                                   const attention::Inputs& in) {
   const cuda::StagedInputs staged = cuda::apply_input_stage(c.policy, in, c.options);
   const attention::Shape s = c.shape;
   attention::Output out;

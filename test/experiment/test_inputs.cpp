@@ -63,7 +63,8 @@ struct Moments {
 Moments moments_of(const Distribution& dist, std::uint64_t seed, int rows, int cols) {
   std::vector<double> xs;
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) xs.push_back(experiment::sample(dist, seed, TensorId::q, 0, 0, r, c));
+    for (int c = 0; c < cols; ++c)
+      xs.push_back(experiment::sample(dist, seed, TensorId::q, 0, 0, r, c));
   Moments m;
   m.n = static_cast<std::int64_t>(xs.size());
   for (double x : xs) m.mean += x;
@@ -228,7 +229,8 @@ TEST_CASE("make_inputs rounds each value once to the input format", "[inputs]") 
 
   // fp8-e4m3 saturates at 448 rather than producing NaN (outliers of std 1000 overflow often).
   const Distribution wild = parse_ok("outlier(std=1000,p=0.5)");
-  const auto in = experiment::make_inputs({1, 1, 64, 64, 16}, wild, seed, numerics::Format::fp8_e4m3);
+  const auto in =
+      experiment::make_inputs({1, 1, 64, 64, 16}, wild, seed, numerics::Format::fp8_e4m3);
   int saturated = 0;
   for (double x : in.q.data) {
     REQUIRE(std::isfinite(x));
@@ -259,12 +261,13 @@ TEST_CASE("parse_distribution accepts the documented forms and round-trips descr
   d = parse_ok("uniform(-1,1)");
   CHECK((d.kind == Distribution::Kind::uniform && d.a == -1.0 && d.b == 1.0));
   d = parse_ok("outlier(10,0.001)");
-  CHECK((d.kind == Distribution::Kind::outlier && d.outlier_std == 10.0 && d.outlier_prob == 0.001));
+  CHECK(
+      (d.kind == Distribution::Kind::outlier && d.outlier_std == 10.0 && d.outlier_prob == 0.001));
   CHECK(d.describe() == "outlier(std=10,p=0.001)");
   CHECK(parse_ok("normal(0,1)").describe() == "normal(0,1)");
   CHECK(parse_ok("uniform(-1,1)").describe() == "uniform(-1,1)");
-  for (const char* text : {"normal(0.1,0.30000000000000004)", "uniform(-1e-300,2.5)",
-                           "outlier(std=7.25,p=1e-05)"}) {
+  for (const char* text :
+       {"normal(0.1,0.30000000000000004)", "uniform(-1e-300,2.5)", "outlier(std=7.25,p=1e-05)"}) {
     const Distribution a = parse_ok(text);
     const Distribution b = parse_ok(a.describe().c_str());
     CHECK(a.describe() == b.describe());

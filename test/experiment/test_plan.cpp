@@ -13,14 +13,16 @@ using namespace attndev::experiment;
 namespace {
 
 std::string config_text(const std::string& axes, const std::string& extra = "") {
-  return R"({"name": "p", "axes": )" + axes + R"(, "variants": [{"algorithm": "flash2", "policy": "fp32"}])" +
+  return R"({"name": "p", "axes": )" + axes +
+         R"(, "variants": [{"algorithm": "flash2", "policy": "fp32"}])" +
          (extra.empty() ? "" : ", " + extra) + "}";
 }
 
 }  // namespace
 
 TEST_CASE("cartesian product with the last axis fastest and trials outermost", "[plan]") {
-  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "block_c": [16, 32, 64]})", R"("trials": 2)")));
+  const Plan plan = make_plan(parse_config(
+      config_text(R"({"seq_len": [128, 256], "block_c": [16, 32, 64]})", R"("trials": 2)")));
   REQUIRE(plan.points.size() == 2 * 3 * 2);
   CHECK(plan.varying_axes == std::vector<std::string>{"seq_len", "block_c"});
   CHECK(plan.points[0].shape.seq_q == 128);
@@ -38,9 +40,9 @@ TEST_CASE("cartesian product with the last axis fastest and trials outermost", "
 }
 
 TEST_CASE("zip groups move axes together", "[plan]") {
-  const Plan plan = make_plan(parse_config(
-      config_text(R"({"seq_len": [128, 256, 512], "block_r": [16, 32, 64], "block_c": [16, 32, 64], "head_dim": [32, 64]})",
-                  R"("zip": [["block_r", "block_c"]])")));
+  const Plan plan = make_plan(parse_config(config_text(
+      R"({"seq_len": [128, 256, 512], "block_r": [16, 32, 64], "block_c": [16, 32, 64], "head_dim": [32, 64]})",
+      R"("zip": [["block_r", "block_c"]])")));
   REQUIRE(plan.points.size() == 3 * 2 * 3);
   for (const Point& p : plan.points) CHECK(p.options.block_r == p.options.block_c);
   std::set<std::pair<int, int>> seen;
@@ -65,8 +67,9 @@ TEST_CASE("constraints skip points and record the reason", "[plan]") {
 }
 
 TEST_CASE("constraints that exclude everything are a config error", "[plan]") {
-  const Config c = parse_config(config_text(R"({"seq_len": [128], "block_c": [64]})",
-                                            R"("constraints": ["block_c <= 32", "block_c >= 48"])"));
+  const Config c =
+      parse_config(config_text(R"({"seq_len": [128], "block_c": [64]})",
+                               R"("constraints": ["block_c <= 32", "block_c >= 48"])"));
   CHECK_THROWS_AS(make_plan(c), ConfigError);
   try {
     make_plan(c);
@@ -76,9 +79,12 @@ TEST_CASE("constraints that exclude everything are a config error", "[plan]") {
   }
 }
 
-TEST_CASE("point ids are stable under axis reordering and overrides, distinct across points", "[plan]") {
-  const Plan a = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})")));
-  const Plan b = make_plan(parse_config(config_text(R"({"causal": [true, false], "seq_len": [256, 128]})")));
+TEST_CASE("point ids are stable under axis reordering and overrides, distinct across points",
+          "[plan]") {
+  const Plan a =
+      make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})")));
+  const Plan b =
+      make_plan(parse_config(config_text(R"({"causal": [true, false], "seq_len": [256, 128]})")));
   std::set<std::string> ids_a, ids_b;
   for (const Point& p : a.points) ids_a.insert(p.id);
   for (const Point& p : b.points) ids_b.insert(p.id);
@@ -86,20 +92,23 @@ TEST_CASE("point ids are stable under axis reordering and overrides, distinct ac
   CHECK(ids_a == ids_b);
   // Narrowing an axis on the command line keeps the ids of the points that remain.
   const std::vector<std::string> o = {"seq_len=256"};
-  const Plan narrowed = make_plan(parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})"), o));
+  const Plan narrowed = make_plan(
+      parse_config(config_text(R"({"seq_len": [128, 256], "causal": [false, true]})"), o));
   REQUIRE(narrowed.points.size() == 2);
   for (const Point& p : narrowed.points) CHECK(ids_a.count(p.id));
 }
 
 TEST_CASE("seq_len_kv resolving to an existing point is reported, not run twice", "[plan]") {
-  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [128], "seq_len_kv": ["seq_len", 128, 256]})")));
+  const Plan plan = make_plan(
+      parse_config(config_text(R"({"seq_len": [128], "seq_len_kv": ["seq_len", 128, 256]})")));
   CHECK(plan.points.size() == 2);
   REQUIRE(plan.skipped.size() == 1);
   CHECK_THAT(plan.skipped[0].reason, Catch::Contains("earlier point"));
 }
 
 TEST_CASE("shards partition the points", "[plan]") {
-  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [64, 128, 256, 512], "block_c": [16, 32, 64]})", R"("trials": 3)")));
+  const Plan plan = make_plan(parse_config(config_text(
+      R"({"seq_len": [64, 128, 256, 512], "block_c": [16, 32, 64]})", R"("trials": 3)")));
   for (std::size_t n : {1u, 2u, 3u, 7u}) {
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i)

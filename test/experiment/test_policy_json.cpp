@@ -59,10 +59,10 @@ TEST_CASE("an object overrides stages of its base", "[policy_json]") {
   expected.fp8_overflow = numerics::Overflow::to_nan;
   CHECK(p == expected);
   const json j = experiment::policy_to_json(p);
-  CHECK(j == json::parse(
-                 R"({"base": "kernel-bf16", "prob": "fp32", "fma": false, "fp8_overflow": "nan"})"));
-  CHECK(experiment::policy_label(p) ==
-        "custom(kernel-bf16+prob=fp32+fma=false+fp8_overflow=nan)");
+  CHECK(j ==
+        json::parse(
+            R"({"base": "kernel-bf16", "prob": "fp32", "fma": false, "fp8_overflow": "nan"})"));
+  CHECK(experiment::policy_label(p) == "custom(kernel-bf16+prob=fp32+fma=false+fp8_overflow=nan)");
   // Aliases of parse_format are accepted; without "base" the other stages are fp64.
   const PrecisionPolicy q = parse_ok(json{{"score", "bfloat16"}, {"output", "e4m3"}});
   PrecisionPolicy golden_with = numerics::kGoldenPolicy;
@@ -75,8 +75,8 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
   const std::uint32_t seed = 20240501;
   CAPTURE(seed);
   std::mt19937 rng(seed);
-  constexpr std::array<Format, 7> kFormats = {Format::fp64, Format::fp32,     Format::tf32,
-                                              Format::fp16, Format::bf16,     Format::fp8_e4m3,
+  constexpr std::array<Format, 7> kFormats = {Format::fp64,    Format::fp32, Format::tf32,
+                                              Format::fp16,    Format::bf16, Format::fp8_e4m3,
                                               Format::fp8_e5m2};
   int custom = 0;
   for (int trial = 0; trial < 2000; ++trial) {
@@ -132,8 +132,8 @@ TEST_CASE("policy errors name the problem and the valid choices", "[policy_json]
 }
 
 TEST_CASE("did_you_mean suggests only plausible typos", "[suggest]") {
-  constexpr std::string_view kNames[] = {"input", "score_accum", "score", "stats", "prob",
-                                         "out_accum", "output"};
+  constexpr std::string_view kNames[] = {"input", "score_accum", "score", "stats",
+                                         "prob",  "out_accum",   "output"};
   CHECK(experiment::edit_distance("prob", "prob") == 0);
   CHECK(experiment::edit_distance("porb", "prob") == 1);  // a transposition is one edit
   CHECK(experiment::edit_distance("", "abc") == 3);

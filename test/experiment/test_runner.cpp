@@ -39,7 +39,8 @@ const char* kConfig = R"({
 })";
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("attndev_test_runner_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() /
+                       ("attndev_test_runner_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -58,7 +59,8 @@ std::map<std::string, Json> comparable(const std::vector<Json>& rows) {
   for (Json row : rows) {
     row.erase("runtime_ms");
     row.erase("gflops");
-    const std::string key = row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
+    const std::string key =
+        row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
     REQUIRE(out.count(key) == 0);
     out[key] = row;
   }
@@ -74,7 +76,8 @@ std::vector<Json> file_rows(const fs::path& file) {
 
 }  // namespace
 
-TEST_CASE("a run writes one row per point and variant, sharing golden and baseline per input set", "[runner]") {
+TEST_CASE("a run writes one row per point and variant, sharing golden and baseline per input set",
+          "[runner]") {
   const Config config = parse_config(kConfig);
   const Plan plan = make_plan(config);
   REQUIRE(plan.points.size() == 8);
@@ -85,7 +88,8 @@ TEST_CASE("a run writes one row per point and variant, sharing golden and baseli
   CHECK(report.rows_skipped == 8);
   CHECK(report.rows_failed == 0);
   CHECK(report.tables_written);
-  for (const char* f : {"results.jsonl", "results.csv", "results.json", "summary.md", "run.json"}) CHECK(fs::exists(dir / f));
+  for (const char* f : {"results.jsonl", "results.csv", "results.json", "summary.md", "run.json"})
+    CHECK(fs::exists(dir / f));
 
   const std::vector<Json> rows = file_rows(dir / "results.jsonl");
   REQUIRE(rows.size() == 32);
@@ -188,7 +192,8 @@ TEST_CASE("a stopped run and a torn write resume to the uninterrupted result", "
   const std::vector<Json> all = file_rows(whole / "results.jsonl");
   {
     std::ofstream out(parts / "results.jsonl", std::ios::app | std::ios::binary);
-    out << attndev::io::jsonl_line(all[12]) << "\n" << attndev::io::jsonl_line(all[13]).substr(0, 40);
+    out << attndev::io::jsonl_line(all[12]) << "\n"
+        << attndev::io::jsonl_line(all[13]).substr(0, 40);
   }
   const RunReport second = run_experiment(config, plan, options_for(parts));
   CHECK(second.repaired_records == 2);
@@ -226,7 +231,8 @@ TEST_CASE("shards merged equal a single-process run point for point", "[runner][
   // Run shard 0 again into its file: rows duplicated across files must be removed by merge.
   {
     std::ofstream dup(sharded / shard_file_name(1, 3), std::ios::app | std::ios::binary);
-    for (const Json& r : file_rows(sharded / shard_file_name(0, 3))) dup << attndev::io::jsonl_line(r) << "\n";
+    for (const Json& r : file_rows(sharded / shard_file_name(0, 3)))
+      dup << attndev::io::jsonl_line(r) << "\n";
   }
   const MergeReport merged = merge_results(sharded, {});
   CHECK(merged.missing_ids.empty());

@@ -29,7 +29,8 @@ fs::path scratch(const std::string& name) {
 // A version-1.0 file with the header dict exactly as given and `data` appended.
 std::vector<unsigned char> npy_file(const std::string& dict, const std::vector<unsigned char>& data,
                                     int major = 1) {
-  std::vector<unsigned char> out{0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<unsigned char>(major), 0};
+  std::vector<unsigned char> out{0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<unsigned char>(major),
+                                 0};
   const std::size_t n = dict.size();
   out.push_back(static_cast<unsigned char>(n & 0xff));
   out.push_back(static_cast<unsigned char>(n >> 8));
@@ -173,8 +174,9 @@ TEST_CASE("npy: malformed files give clear errors", "[npy]") {
                  {"'<i8'", "not supported"});
     expect_error(npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (16,), }", two),
                  {"'|u1'"});
-    expect_error(npy_file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", two),
-                 {"structured"});
+    expect_error(
+        npy_file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", two),
+        {"structured"});
   }
   SECTION("unsupported version") {
     auto bytes = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", two);
@@ -196,9 +198,9 @@ TEST_CASE("npy: malformed files give clear errors", "[npy]") {
     expect_error(npy_file("{'descr': '<f8', 'shape': (2,), }", two), {"fortran_order"});
     expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
                  {"malformed"});
-    expect_error(npy_file("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}",
-                          two),
-                 {"occurs twice"});
+    expect_error(
+        npy_file("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}", two),
+        {"occurs twice"});
   }
   SECTION("data shorter or longer than the shape") {
     expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", two),

@@ -22,7 +22,8 @@ using namespace attndev::io;
 namespace {
 
 fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("attndev_test_io_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("attndev_test_io_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -61,8 +62,9 @@ TEST_CASE("numbers survive text: shortest round trip, non-finite as strings", "[
     REQUIRE(json_to_double(Json::parse(number_json(x).dump()), back));
     CHECK(back == x);
   }
-  for (double x : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                   -std::numeric_limits<double>::infinity()}) {
+  for (double x :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+        -std::numeric_limits<double>::infinity()}) {
     const Json j = number_json(x);
     REQUIRE(j.is_string());
     CHECK(j.dump() != "null");
@@ -107,7 +109,8 @@ TEST_CASE("atomic write replaces the whole file and leaves no temporary", "[io][
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   CHECK(entries == 1);
-  CHECK_THROWS_WITH(write_file_atomic(dir / "no" / "such" / "dir.txt", "x"), Catch::Contains("cannot create"));
+  CHECK_THROWS_WITH(write_file_atomic(dir / "no" / "such" / "dir.txt", "x"),
+                    Catch::Contains("cannot create"));
   fs::remove_all(dir);
 }
 

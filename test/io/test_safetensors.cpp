@@ -81,9 +81,10 @@ TEST_CASE("safetensors: write then read every dtype, values rounded once", "[saf
   values[5] = std::numeric_limits<double>::quiet_NaN();
 
   using attndev::numerics::Format;
-  const std::pair<DType, Format> dtypes[] = {
-      {DType::f64, Format::fp64}, {DType::f32, Format::fp32},
-      {DType::f16, Format::fp16}, {DType::bf16, Format::bf16}};
+  const std::pair<DType, Format> dtypes[] = {{DType::f64, Format::fp64},
+                                             {DType::f32, Format::fp32},
+                                             {DType::f16, Format::fp16},
+                                             {DType::bf16, Format::bf16}};
   std::vector<NamedTensor> tensors;
   for (auto [d, f] : dtypes) {
     tensors.push_back(tensor(std::string("t.") + attndev::io::dtype_name(d), d, {3, 4, 5}, values));
@@ -112,8 +113,10 @@ TEST_CASE("safetensors: write then read every dtype, values rounded once", "[saf
     for (std::size_t i = 0; i < values.size(); ++i) {
       const double want = attndev::numerics::round_to(f, values[i]);
       INFO("i=" << i << " in=" << values[i] << " want=" << want << " got=" << t.values[i]);
-      if (std::isnan(want)) CHECK(std::isnan(t.values[i]));
-      else CHECK((t.values[i] == want && std::signbit(t.values[i]) == std::signbit(want)));
+      if (std::isnan(want))
+        CHECK(std::isnan(t.values[i]));
+      else
+        CHECK((t.values[i] == want && std::signbit(t.values[i]) == std::signbit(want)));
     }
   }
   CHECK(got.tensors[4].shape.empty());
@@ -122,7 +125,8 @@ TEST_CASE("safetensors: write then read every dtype, values rounded once", "[saf
   CHECK(got.tensors[5].shape == std::vector<std::int64_t>{0, 3});
 
   // Overwriting goes through the same rename.
-  attndev::io::write_safetensors(file, std::vector<NamedTensor>{tensor("x", DType::f32, {1}, {1.0})});
+  attndev::io::write_safetensors(file,
+                                 std::vector<NamedTensor>{tensor("x", DType::f32, {1}, {1.0})});
   CHECK(attndev::io::read_safetensors(file).tensors.at(0).name == "x");
 }
 
@@ -130,7 +134,8 @@ TEST_CASE("safetensors: writer rejects bad tensors", "[safetensors]") {
   const fs::path file = scratch("reject") / "w.safetensors";
   std::vector<NamedTensor> wrong_count{tensor("a", DType::f32, {2, 2}, {1, 2, 3})};
   CHECK_THROWS_AS(attndev::io::write_safetensors(file, wrong_count), TensorFileError);
-  std::vector<NamedTensor> dup{tensor("a", DType::f32, {1}, {1}), tensor("a", DType::f32, {1}, {1})};
+  std::vector<NamedTensor> dup{tensor("a", DType::f32, {1}, {1}),
+                               tensor("a", DType::f32, {1}, {1})};
   CHECK_THROWS_AS(attndev::io::write_safetensors(file, dup), TensorFileError);
   std::vector<NamedTensor> reserved{tensor("__metadata__", DType::f32, {1}, {1})};
   CHECK_THROWS_AS(attndev::io::write_safetensors(file, reserved), TensorFileError);
@@ -201,15 +206,21 @@ TEST_CASE("safetensors: malformed headers give clear errors", "[safetensors]") {
   const std::string ok = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   REQUIRE(attndev::io::parse_safetensors(raw_file(ok, 8), "ok").tensors.size() == 1);
 
-  SECTION("too short for the length field") { expect_error({1, 2, 3}, {"too short"}); }
+  SECTION("too short for the length field") {
+    expect_error({1, 2, 3}, {"too short"});
+  }
   SECTION("header length past the end") {
     expect_error(raw_file(ok, 8, 5000), {"header length 5000", "truncated"});
   }
   SECTION("header length beyond the limit") {
     expect_error(raw_file(ok, 8, std::uint64_t{1} << 40), {"exceeds the limit"});
   }
-  SECTION("bad JSON") { expect_error(raw_file(R"({"w":{"dtype":)", 8), {"not valid JSON"}); }
-  SECTION("JSON that is not an object") { expect_error(raw_file("[1,2]", 0), {"not an object"}); }
+  SECTION("bad JSON") {
+    expect_error(raw_file(R"({"w":{"dtype":)", 8), {"not valid JSON"});
+  }
+  SECTION("JSON that is not an object") {
+    expect_error(raw_file("[1,2]", 0), {"not an object"});
+  }
   SECTION("offsets past the end") {
     expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
                  {"tensor 'w'", "past the end"});
@@ -230,7 +241,8 @@ TEST_CASE("safetensors: malformed headers give clear errors", "[safetensors]") {
   }
   SECTION("huge shape cannot overflow the size check") {
     expect_error(raw_file(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296,16],)"
-                          R"("data_offsets":[0,8]}})", 8),
+                          R"("data_offsets":[0,8]}})",
+                          8),
                  {"tensor 'w'"});
   }
   SECTION("begin after end") {
@@ -246,7 +258,8 @@ TEST_CASE("safetensors: malformed headers give clear errors", "[safetensors]") {
   }
   SECTION("overlapping tensors") {
     expect_error(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                          12),
                  {"overlaps"});
   }
   SECTION("holes and trailing bytes") {

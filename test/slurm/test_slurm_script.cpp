@@ -76,9 +76,8 @@ void check_directives_first(const std::string& script) {
 struct Sandbox {
   fs::path dir;
   Sandbox() {
-    dir = fs::temp_directory_path() /
-          ("attndev_slurm_script_" + std::to_string(::getpid()) + "_" +
-           std::to_string(counter()++));
+    dir = fs::temp_directory_path() / ("attndev_slurm_script_" + std::to_string(::getpid()) + "_" +
+                                       std::to_string(counter()++));
     fs::remove_all(dir);
     fs::create_directories(dir / "bin");
   }
@@ -219,8 +218,8 @@ TEST_CASE("sweep script: array, resources and directives before commands", "[slu
 TEST_CASE("generated scripts are valid bash", "[slurm]") {
   Sandbox box;
   const SlurmScripts s = make_slurm_scripts(base_options());
-  for (const auto& [name, text] : {std::pair{"sweep", s.sweep}, {"merge", s.merge},
-                                   {"submit", s.submit}}) {
+  for (const auto& [name, text] :
+       {std::pair{"sweep", s.sweep}, {"merge", s.merge}, {"submit", s.submit}}) {
     const fs::path p = box.write(name, text, false);
     const Run r = run_shell("bash -n " + shell_quote(p.string()));
     INFO(name << ":\n" << text << "\n" << r.output);
@@ -246,17 +245,25 @@ TEST_CASE("sweep script runs shard auto/N through srun with the exact runner arg
                            shell_quote(sweep.string()));
   INFO(ok.output);
   CHECK(ok.status == 75);  // the runner's exit code comes back through exec srun
-  const std::vector<std::string> expected = {
-      "--ntasks=1", "--cpus-per-task=3", "--gpus-per-task=2", "/opt/attn dev/bin/attndev", "run",
-      "/home/u/it's/sweep.json", "-o", "/scratch/u/sweep1", "--shard", "auto/4", "---"};
+  const std::vector<std::string> expected = {"--ntasks=1",
+                                             "--cpus-per-task=3",
+                                             "--gpus-per-task=2",
+                                             "/opt/attn dev/bin/attndev",
+                                             "run",
+                                             "/home/u/it's/sweep.json",
+                                             "-o",
+                                             "/scratch/u/sweep1",
+                                             "--shard",
+                                             "auto/4",
+                                             "---"};
   CHECK(lines_of(read_all(log)) == expected);
   CHECK(ok.output.find("OMP=3\n") != std::string::npos);
 
   // Outside an array, or with a task id beyond this sweep: refuse before running anything.
   fs::remove(log);
   for (const std::string task : {"", "4", "x"}) {
-    const Run bad = run_shell(env + "SLURM_ARRAY_TASK_ID=" + task + " bash " +
-                              shell_quote(sweep.string()));
+    const Run bad =
+        run_shell(env + "SLURM_ARRAY_TASK_ID=" + task + " bash " + shell_quote(sweep.string()));
     INFO("task '" << task << "': " << bad.output);
     CHECK(bad.status == 2);
     CHECK(bad.output.find("array task 0..3") != std::string::npos);
@@ -282,9 +289,13 @@ TEST_CASE("submit script chains the merge afterany the sweep and passes a resubm
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output == "sweep_job=101\nmerge_job=102\n");
-  std::vector<std::string> expected = {"--parsable", "/scratch/u/sweep1/slurm/sweep.sbatch",
-                                       "---", "--parsable", "--dependency=afterany:101",
-                                       "/scratch/u/sweep1/slurm/merge.sbatch", "---"};
+  std::vector<std::string> expected = {"--parsable",
+                                       "/scratch/u/sweep1/slurm/sweep.sbatch",
+                                       "---",
+                                       "--parsable",
+                                       "--dependency=afterany:101",
+                                       "/scratch/u/sweep1/slurm/merge.sbatch",
+                                       "---"};
   CHECK(lines_of(read_all(log)) == expected);
 
   fs::remove(log);

@@ -114,8 +114,10 @@ TEST_CASE("fp64 flash2 backward equals baseline backward", "[backward]") {
     const at::Tensor d_out = random_tensor(c.batch, c.heads, c.seq_q, c.d, rng);
     const at::Options opt = options_of(c, 1);
     const at::Output fwd = reference_forward(in, opt);
-    const at::Gradients gb = at::backward(at::Algorithm::baseline, nm::kGoldenPolicy, in, fwd, d_out, opt);
-    const at::Gradients gf = at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, fwd, d_out, opt);
+    const at::Gradients gb =
+        at::backward(at::Algorithm::baseline, nm::kGoldenPolicy, in, fwd, d_out, opt);
+    const at::Gradients gf =
+        at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, fwd, d_out, opt);
     REQUIRE(max_abs(gb.dq) > 0.0);  // a zero gradient would make the comparison vacuous
     REQUIRE(max_abs(gb.dk) > 0.0);
     REQUIRE(max_abs(gb.dv) > 0.0);
@@ -124,7 +126,8 @@ TEST_CASE("fp64 flash2 backward equals baseline backward", "[backward]") {
     CHECK(max_abs_diff(gb.dv, gf.dv) <= 1e-12 * max_abs(gb.dv));
     // The same with O and lse from the emulator's own fp64 flash2 forward.
     const at::Output run_fwd = at::run(at::Algorithm::flash2, nm::kGoldenPolicy, in, opt);
-    const at::Gradients gr = at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, run_fwd, d_out, opt);
+    const at::Gradients gr =
+        at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, run_fwd, d_out, opt);
     CHECK(max_abs_diff(gb.dq, gr.dq) <= 1e-12 * max_abs(gb.dq));
     CHECK(max_abs_diff(gb.dk, gr.dk) <= 1e-12 * max_abs(gb.dk));
     CHECK(max_abs_diff(gb.dv, gr.dv) <= 1e-12 * max_abs(gb.dv));
@@ -134,7 +137,8 @@ TEST_CASE("fp64 flash2 backward equals baseline backward", "[backward]") {
 TEST_CASE("fp64 backward matches central finite differences", "[backward][gradcheck]") {
   for (const at::Algorithm alg : {at::Algorithm::baseline, at::Algorithm::flash2}) {
     for (Case c : kCases) {
-      for (const at::ScalePlacement placement : {at::ScalePlacement::scores, at::ScalePlacement::query}) {
+      for (const at::ScalePlacement placement :
+           {at::ScalePlacement::scores, at::ScalePlacement::query}) {
         c.placement = placement;
         const std::uint64_t seed = 2000 + std::hash<std::string>{}(c.name) % 1000;
         INFO("algorithm " << at::algorithm_name(alg) << " case " << c.name << " placement "
@@ -207,7 +211,8 @@ TEST_CASE("low-precision backward stores gradients in the output format", "[back
   const at::Tensor d_out = random_tensor(c.batch, c.heads, c.seq_q, c.d, rng);
   const at::Options opt = options_of(c, 1);
   const at::Output fwd = reference_forward(in, opt);
-  const at::Gradients exact = at::backward(at::Algorithm::baseline, nm::kGoldenPolicy, in, fwd, d_out, opt);
+  const at::Gradients exact =
+      at::backward(at::Algorithm::baseline, nm::kGoldenPolicy, in, fwd, d_out, opt);
   for (const char* preset : {"kernel-bf16", "working-bf16"}) {
     const nm::PrecisionPolicy pol = nm::find_preset(preset)->policy;
     for (const at::Algorithm alg : {at::Algorithm::baseline, at::Algorithm::flash2}) {

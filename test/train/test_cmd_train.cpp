@@ -24,7 +24,8 @@ struct Result {
 };
 
 const fs::path& scratch() {
-  static const fs::path d = fs::temp_directory_path() / ("attndev_cmd_train_" + std::to_string(::getpid()));
+  static const fs::path d =
+      fs::temp_directory_path() / ("attndev_cmd_train_" + std::to_string(::getpid()));
   return d;
 }
 
@@ -40,7 +41,8 @@ Result run_attndev(const std::string& args) {
   const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
   const fs::path err = scratch() / "stderr";
-  const std::string cmd = "'" + binary + "' " + args + " >/dev/null 2>'" + err.string() + "' </dev/null";
+  const std::string cmd =
+      "'" + binary + "' " + args + " >/dev/null 2>'" + err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
   return {WEXITSTATUS(status), slurp(err)};
@@ -57,7 +59,7 @@ TEST_CASE("attndev train --quick runs the weight study end to end", "[train][cli
   const bool have_corpus = fs::exists("/usr/share/games/fortunes/fortunes");
   if (!have_corpus) WARN("fortunes-min missing: training the CLI test on GPL-3");
   const Result r = run_attndev("train '" + kStudy + "' --quick -j 2 -o '" + out.string() + "'" +
-                           (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
+                               (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
   INFO(r.err);
   REQUIRE(r.code == 0);
   for (const char* f : {"summary.md", "weights_comparison.csv", "ratios.csv", "study.json",
@@ -70,11 +72,14 @@ TEST_CASE("attndev train --quick runs the weight study end to end", "[train][cli
     if (row.size() == 8 && row[1] == "flash" && row[5] == "all") {
       ++flash_all;
       // Identical inits at step 0; afterwards the two attention algorithms must have diverged.
-      if (row[0] == "0") CHECK(std::stod(row[6]) == 0.0);
-      else CHECK(std::stod(row[6]) > 0.0);
+      if (row[0] == "0")
+        CHECK(std::stod(row[6]) == 0.0);
+      else
+        CHECK(std::stod(row[6]) > 0.0);
     }
   CHECK(flash_all == 4);  // steps 0, 10, 20, 30 of the quick form
-  const auto snap = attndev::io::read_safetensors(out / "flash2-bf16-s1/snapshots/step_000030.safetensors");
+  const auto snap =
+      attndev::io::read_safetensors(out / "flash2-bf16-s1/snapshots/step_000030.safetensors");
   CHECK(snap.tensors.size() == 2 + 12 + 3);  // embeddings, one block, ln_f + head
   CHECK(snap.metadata.at("algorithm") == "flash2");
   fs::remove_all(scratch());

@@ -197,7 +197,8 @@ TEST_CASE("whole model gradient (both attention algorithms)", "[train][gradcheck
     model.init(16, attndev::numerics::Format::fp64);
     // Scale the init up so every path carries a visible gradient (0.02 is nearly linear).
     std::mt19937_64 rng(16);
-    for (Param* p : model.params()) p->value += random_mat(int(p->value.rows()), int(p->value.cols()), rng, 0.3);
+    for (Param* p : model.params())
+      p->value += random_mat(int(p->value.rows()), int(p->value.cols()), rng, 0.3);
     const std::vector<int> inputs = {1, 4, 2, 9, 10, 0, 3, 3, 7, 5, 6, 8};  // B=2, T=6
     const std::vector<int> targets = {4, 2, 9, 10, 0, 3, 3, 7, 5, 6, 8, 1};
     const Numerics num = fp64(alg);

@@ -28,17 +28,19 @@ Corpus test_corpus() {
   }
 }
 
-TrainConfig tiny(const std::string& precision, const std::string& algorithm, const std::string& policy,
-                 int steps, int seed) {
-  json j = {{"name", "tiny"},
-            {"steps", steps},
-            {"batch", 4},
-            {"seed", seed},
-            {"precision", precision},
-            {"attention", {{"algorithm", algorithm}, {"policy", policy}, {"block_r", 8}, {"block_c", 8}}},
-            {"model", {{"d_model", 32}, {"heads", 2}, {"layers", 1}, {"context", 24}, {"mlp_hidden", 64}}},
-            {"optimizer", {{"lr", 1e-2}, {"warmup_steps", 5}}},
-            {"snapshot_every", 5}};
+TrainConfig tiny(const std::string& precision, const std::string& algorithm,
+                 const std::string& policy, int steps, int seed) {
+  json j = {
+      {"name", "tiny"},
+      {"steps", steps},
+      {"batch", 4},
+      {"seed", seed},
+      {"precision", precision},
+      {"attention", {{"algorithm", algorithm}, {"policy", policy}, {"block_r", 8}, {"block_c", 8}}},
+      {"model",
+       {{"d_model", 32}, {"heads", 2}, {"layers", 1}, {"context", 24}, {"mlp_hidden", 64}}},
+      {"optimizer", {{"lr", 1e-2}, {"warmup_steps", 5}}},
+      {"snapshot_every", 5}};
   return parse_train_config(j);
 }
 
@@ -76,7 +78,8 @@ TEST_CASE("loss falls on the corpus within a short run", "[train][training]") {
 TEST_CASE("training is deterministic: same seed, and 1 vs 2 threads", "[train][determinism]") {
   const Corpus corpus = test_corpus();
   for (const auto& [precision, algorithm, policy] :
-       {std::tuple{"bf16", "flash2", "kernel-bf16"}, std::tuple{"fp16", "baseline", "torch-math-fp16"}}) {
+       {std::tuple{"bf16", "flash2", "kernel-bf16"},
+        std::tuple{"fp16", "baseline", "torch-math-fp16"}}) {
     INFO(precision << " " << algorithm << " " << policy << ", seed 5");
     const TrainConfig cfg = tiny(precision, algorithm, policy, 6, 5);
     const RunResult a = quiet_run(cfg, corpus, 1);
@@ -144,8 +147,10 @@ TEST_CASE("train configs: errors name the JSON path", "[train][config]") {
   using attndev::experiment::ConfigError;
   auto message = [](const json& j, bool study) {
     try {
-      if (study) parse_study_config(j, /*quick=*/false);
-      else parse_train_config(j);
+      if (study)
+        parse_study_config(j, /*quick=*/false);
+      else
+        parse_train_config(j);
     } catch (const ConfigError& e) {
       return e.path() + ": " + e.message();
     }
@@ -178,7 +183,8 @@ TEST_CASE("missing corpus names the package; tiny text is rejected", "[train][co
   const Corpus small = corpus_from_text("abc", "inline");
   CHECK_THROWS_AS(make_batch(small, 0, 0, 1, 8), CorpusError);
   // Batches are a pure function of (data_seed, step): two calls agree, another step differs.
-  const Corpus c = corpus_from_text(std::string(500, 'x') + "hello world, the quick brown fox", "inline");
+  const Corpus c =
+      corpus_from_text(std::string(500, 'x') + "hello world, the quick brown fox", "inline");
   CHECK(make_batch(c, 7, 3, 2, 8).inputs == make_batch(c, 7, 3, 2, 8).inputs);
   CHECK(token_of('\n') == 0);
   CHECK(char_of(token_of('A')) == 'A');

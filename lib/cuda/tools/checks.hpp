@@ -33,14 +33,16 @@ struct FaithfulCase {
 // and tiny N, N_q != N_kv both ways (fully masked causal rows), tiles that do not divide N and
 // tiles of 1, odd head dims, causal, both scale placements, fused and unfused policies.
 inline std::vector<FaithfulCase> faithful_cases(std::uint64_t seed, int count) {
-  static const char* kPolicies[] = {"kernel-bf16", "working-bf16", "fp32",           "fp64",
+  static const char* kPolicies[] = {"kernel-bf16", "working-bf16",    "fp32",    "fp64",
                                     "kernel-fp16", "torch-math-fp16", "fp8-e4m3"};
   static const int kSeq[] = {1, 7, 33, 64, 113, 130};
   static const int kDims[] = {1, 3, 16, 33, 64};
   static const int kTiles[] = {1, 5, 16, 32, 64};
   std::vector<FaithfulCase> cases;
   for (int c = 0; c < count; ++c) {
-    auto pick = [&](int salt, int n) { return static_cast<int>(mix64(seed + 1000003ull * c + salt) % n); };
+    auto pick = [&](int salt, int n) {
+      return static_cast<int>(mix64(seed + 1000003ull * c + salt) % n);
+    };
     FaithfulCase fc;
     fc.algorithm = c % 2 == 0 ? attention::Algorithm::flash2 : attention::Algorithm::flash1;
     // Cycle the presets so every one appears; every 5th case is a custom unfused policy.
@@ -50,7 +52,8 @@ inline std::vector<FaithfulCase> faithful_cases(std::uint64_t seed, int count) {
       fc.policy.fma = false;
       fc.policy_name += "+fma=false";
     }
-    fc.shape = {1 + pick(1, 2), 1 + pick(2, 2), kSeq[pick(3, 6)], kSeq[pick(4, 6)], kDims[pick(5, 5)]};
+    fc.shape = {1 + pick(1, 2), 1 + pick(2, 2), kSeq[pick(3, 6)], kSeq[pick(4, 6)],
+                kDims[pick(5, 5)]};
     fc.options.causal = c % 3 != 1;
     fc.options.block_r = kTiles[pick(6, 5)];
     fc.options.block_c = kTiles[pick(7, 5)];
@@ -60,9 +63,9 @@ inline std::vector<FaithfulCase> faithful_cases(std::uint64_t seed, int count) {
     fc.name = std::string(attention::algorithm_name(fc.algorithm)) + " " + fc.policy_name +
               " B=" + std::to_string(fc.shape.batch) + " H=" + std::to_string(fc.shape.heads) +
               " Nq=" + std::to_string(fc.shape.seq_q) + " Nkv=" + std::to_string(fc.shape.seq_kv) +
-              " d=" + std::to_string(fc.shape.head_dim) + " Br=" +
-              std::to_string(fc.options.block_r) + " Bc=" + std::to_string(fc.options.block_c) +
-              (fc.options.causal ? " causal" : "") +
+              " d=" + std::to_string(fc.shape.head_dim) +
+              " Br=" + std::to_string(fc.options.block_r) +
+              " Bc=" + std::to_string(fc.options.block_c) + (fc.options.causal ? " causal" : "") +
               (fc.options.scale_placement == attention::ScalePlacement::query ? " scale@q" : "") +
               " seed=" + std::to_string(fc.seed);
     cases.push_back(fc);
@@ -136,11 +139,11 @@ inline TcCheck check_tc(numerics::Format format, const attention::Shape& shape, 
                         int block_r, int block_c, std::uint64_t seed) {
   const std::string fmt = numerics::traits(format).name;
   TcCheck r;
-  r.name = "flash2-tc kernel-" + fmt + " B=" + std::to_string(shape.batch) + " H=" +
-           std::to_string(shape.heads) + " Nq=" + std::to_string(shape.seq_q) + " Nkv=" +
-           std::to_string(shape.seq_kv) + " d=" + std::to_string(shape.head_dim) + " " +
-           std::to_string(block_r) + "x" + std::to_string(block_c) +
-           (causal ? " causal" : "") + " seed=" + std::to_string(seed);
+  r.name = "flash2-tc kernel-" + fmt + " B=" + std::to_string(shape.batch) +
+           " H=" + std::to_string(shape.heads) + " Nq=" + std::to_string(shape.seq_q) +
+           " Nkv=" + std::to_string(shape.seq_kv) + " d=" + std::to_string(shape.head_dim) + " " +
+           std::to_string(block_r) + "x" + std::to_string(block_c) + (causal ? " causal" : "") +
+           " seed=" + std::to_string(seed);
   const attention::Inputs in = random_inputs(shape, seed, format);
   attention::Options opt;
   opt.causal = causal;

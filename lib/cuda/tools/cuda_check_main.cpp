@@ -54,8 +54,8 @@ int run_sweep(int points, std::uint64_t seed) {
 
   std::printf("\nflash2-tc vs golden: max|tc-golden| <= 2 max|baseline-golden| + floor\n");
   std::printf("%-6s %-12s %-12s %-12s %s\n", "result", "tc_err", "2x_base+fl", "floor", "case");
-  const attention::Shape shapes[] = {{2, 3, 257, 257, 64}, {1, 4, 200, 331, 128},
-                                     {1, 2, 300, 129, 64}, {2, 2, 513, 513, 128}};
+  const attention::Shape shapes[] = {
+      {2, 3, 257, 257, 64}, {1, 4, 200, 331, 128}, {1, 2, 300, 129, 64}, {2, 2, 513, 513, 128}};
   int s = 0;
   for (numerics::Format f : {numerics::Format::bf16, numerics::Format::fp16}) {
     for (const attention::Shape& shape : shapes) {
@@ -71,8 +71,8 @@ int run_sweep(int points, std::uint64_t seed) {
       }
       ++compared;
       failed += r.pass ? 0 : 1;
-      std::printf("%-6s %-12.4e %-12.4e %-12.4e %s\n", r.pass ? "pass" : "FAIL", r.tc_err,
-                  r.bound, r.floor, r.name.c_str());
+      std::printf("%-6s %-12.4e %-12.4e %-12.4e %s\n", r.pass ? "pass" : "FAIL", r.tc_err, r.bound,
+                  r.floor, r.name.c_str());
     }
   }
   std::printf("\n%d checks compared, %d failed\n", compared, failed);

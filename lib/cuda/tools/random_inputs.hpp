@@ -19,7 +19,9 @@ inline std::uint64_t mix64(std::uint64_t x) {
 }
 
 // Uniform in (0, 1): never 0, so log() below is finite.
-inline double uniform01(std::uint64_t h) { return (static_cast<double>(h >> 11) + 0.5) * 0x1p-53; }
+inline double uniform01(std::uint64_t h) {
+  return (static_cast<double>(h >> 11) + 0.5) * 0x1p-53;
+}
 
 inline double normal_at(std::uint64_t seed, std::uint64_t tensor, std::uint64_t index) {
   const std::uint64_t h = mix64(seed ^ mix64(tensor * 0x100000001b3ull ^ mix64(index)));
