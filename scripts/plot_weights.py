@@ -3,10 +3,12 @@
 
 Usage: scripts/plot_weights.py OUT_DIR [--tensor all] [-o FIGURE.png]
 
-Reads OUT_DIR/weights_comparison.csv, OUT_DIR/ratios.csv and OUT_DIR/<run>/loss.csv and draws
-three panels: W1 per pair over training steps (log scale), max|diff| per pair, and the ratios the
-config asked for (e.g. low-precision W1 / flash W1), plus the loss curves. Every number comes from
-the files; nothing is typed in here.
+Reads OUT_DIR/pair_stats.csv and OUT_DIR/ratio_stats.csv (over replicates) and the runs'
+loss.csv files, and draws four panels: W1 per pair over training steps (log scale), max|diff| per
+pair (from weights_comparison.csv), the ratios the config asked for (e.g. low-precision W1 /
+flash W1), and the loss curves. With several replicates a point is the mean over replicates, its
+error bar one sample standard deviation and the shaded band the min-max range. Every number comes
+from the files; nothing is typed in here.
 """
 import argparse
 import csv
@@ -24,8 +26,62 @@ def read_csv(path):
 def as_float(text):
     try:
         return float(text)
-    except ValueError:
+    except (TypeError, ValueError):
         return math.nan
+
+
+def loss_files(out_dir):
+    """(label, path) of every run's loss.csv: OUT_DIR/<run>/ or OUT_DIR/rep<r>/<run>/."""
+    found = []
+    for root, _dirs, files in os.walk(out_dir):
+        if "loss.csv" in files:
+            found.append((os.path.relpath(root, out_dir), os.path.join(root, "loss.csv")))
+    return sorted(found)
+
+
+def stats_series(rows, key):
+    """{label: [(step, mean, std, min, max)]} from a *_stats.csv."""
+    series = defaultdict(list)
+    for r in rows:
+        series[key(r)].append((int(r["step"]), as_float(r[mean_col(r)]), as_float(r[std_col(r)]),
+                               as_float(r[min_col(r)]), as_float(r[max_col(r)])))
+    return series
+
+
+def mean_col(r):
+    return "w1_mean" if "w1_mean" in r else "mean"
+
+
+def std_col(r):
+    return "w1_std" if "w1_std" in r else "std"
+
+
+def min_col(r):
+    return "w1_min" if "w1_min" in r else "min"
+
+
+def max_col(r):
+    return "w1_max" if "w1_max" in r else "max"
+
+
+def draw(ax, series, log=True):
+    for label, points in sorted(series.items()):
+        points = [p for p in sorted(points) if math.isfinite(p[1]) and (p[1] > 0 or not log)]
+        if not points:
+            continue
+        steps = [p[0] for p in points]
+        means = [p[1] for p in points]
+        stds = [p[2] if math.isfinite(p[2]) else 0.0 for p in points]
+        line = ax.errorbar(steps, means, yerr=stds, marker="o", markersize=3, capsize=3,
+                           label=label)
+        lo = [p[3] for p in points]
+        hi = [p[4] for p in points]
+        if any(a != b for a, b in zip(lo, hi)):
+            ax.fill_between(steps, lo, hi, alpha=0.15, color=line[0].get_color())
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.legend(fontsize=8)
 
 
 def main():
@@ -35,64 +91,57 @@ def main():
     parser.add_argument("-o", "--output", help="figure path (default OUT_DIR/weights.png)")
     args = parser.parse_args()
 
-    comparison = os.path.join(args.out_dir, "weights_comparison.csv")
-    if not os.path.exists(comparison):
-        sys.exit(f"plot_weights.py: {comparison} not found: run `attndev train CONFIG -o "
+    pair_path = os.path.join(args.out_dir, "pair_stats.csv")
+    if not os.path.exists(pair_path):
+        sys.exit(f"plot_weights.py: {pair_path} not found: run `attndev train CONFIG -o "
                  f"{args.out_dir}` with a study config first")
-    rows = [r for r in read_csv(comparison) if r["tensor"] == args.tensor]
-    if not rows:
-        sys.exit(f'plot_weights.py: no rows for tensor "{args.tensor}" in {comparison}')
-    ratio_rows = []
-    ratios_path = os.path.join(args.out_dir, "ratios.csv")
-    if os.path.exists(ratios_path):
-        # Columns by position: step, ratio_name, tensor, numerator_w1, denominator_w1, ratio.
-        with open(ratios_path, newline="") as f:
-            ratio_rows = [r for r in list(csv.reader(f))[1:] if len(r) == 6 and r[2] == args.tensor]
+    pairs = [r for r in read_csv(pair_path) if r["tensor"] == args.tensor]
+    if not pairs:
+        sys.exit(f'plot_weights.py: no rows for tensor "{args.tensor}" in {pair_path}')
+    ratio_path = os.path.join(args.out_dir, "ratio_stats.csv")
+    ratios = [r for r in read_csv(ratio_path) if r["tensor"] == args.tensor] \
+        if os.path.exists(ratio_path) else []
+    comparison = read_csv(os.path.join(args.out_dir, "weights_comparison.csv"))
+    replicates = max((int(r["replicates"]) for r in pairs), default=1)
 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    w1 = defaultdict(list)
+    # max|diff| over replicates, from the per-replicate rows.
+    per_step = defaultdict(lambda: defaultdict(list))
+    for r in comparison:
+        if r["tensor"] == args.tensor:
+            per_step[f'{r["pair"]} ({r["kind"]})'][int(r["step"])].append(
+                as_float(r["max_abs_diff"]))
     max_diff = defaultdict(list)
-    for r in rows:
-        label = f'{r["pair"]} ({r["kind"]})'
-        w1[label].append((int(r["step"]), as_float(r["w1"])))
-        max_diff[label].append((int(r["step"]), as_float(r["max_abs_diff"])))
-    ratios = defaultdict(list)
-    for r in ratio_rows:
-        ratios[r[1]].append((int(r[0]), as_float(r[5])))
+    for label, steps in per_step.items():
+        for step, values in steps.items():
+            values = [v for v in values if math.isfinite(v)]
+            if not values:
+                continue
+            mean = sum(values) / len(values)
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) \
+                if len(values) > 1 else math.nan
+            max_diff[label].append((step, mean, std, min(values), max(values)))
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    for ax, series, title in ((axes[0][0], w1, "Wasserstein-1"), (axes[0][1], max_diff, "max |diff|")):
-        for label, points in sorted(series.items()):
-            points = [(s, v) for s, v in sorted(points) if v > 0 and math.isfinite(v)]
-            if points:
-                ax.plot(*zip(*points), marker="o", label=label)
-        ax.set_yscale("log")
-        ax.set_xlabel("training step")
-        ax.set_title(f"{title} between runs ({args.tensor})")
-        ax.legend(fontsize=8)
-    ax = axes[1][0]
-    for label, points in sorted(ratios.items()):
-        points = [(s, v) for s, v in sorted(points) if math.isfinite(v)]
-        if points:
-            ax.plot(*zip(*points), marker="o", label=label)
-    ax.set_yscale("log")
-    ax.set_xlabel("training step")
-    ax.set_title("W1 ratios")
-    ax.legend(fontsize=8)
+    suffix = f" (mean ± std over {replicates} replicates)" if replicates > 1 else ""
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    draw(axes[0][0], stats_series(pairs, lambda r: f'{r["pair"]} ({r["kind"]})'))
+    axes[0][0].set_title(f"Wasserstein-1 between runs ({args.tensor}){suffix}", fontsize=10)
+    draw(axes[0][1], max_diff)
+    axes[0][1].set_title(f"max |diff| between runs ({args.tensor}){suffix}", fontsize=10)
+    draw(axes[1][0], stats_series(ratios, lambda r: r["ratio_name"]))
+    axes[1][0].set_title(f"W1 ratios{suffix}; band: min-max", fontsize=10)
     ax = axes[1][1]
-    for run in sorted(os.listdir(args.out_dir)):
-        loss_path = os.path.join(args.out_dir, run, "loss.csv")
-        if os.path.exists(loss_path):
-            loss = read_csv(loss_path)
-            ax.plot([int(r["step"]) for r in loss], [as_float(r["loss"]) for r in loss], label=run,
-                    linewidth=0.8)
+    for label, path in loss_files(args.out_dir):
+        loss = read_csv(path)
+        ax.plot([int(r["step"]) for r in loss], [as_float(r["loss"]) for r in loss], label=label,
+                linewidth=0.7)
     ax.set_xlabel("training step")
     ax.set_ylabel("cross entropy (nats)")
-    ax.set_title("training loss")
-    ax.legend(fontsize=8)
+    ax.set_title("training loss", fontsize=10)
+    ax.legend(fontsize=6, ncol=2 if replicates > 1 else 1)
     fig.tight_layout()
     output = args.output or os.path.join(args.out_dir, "weights.png")
     fig.savefig(output, dpi=120)

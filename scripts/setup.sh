@@ -9,7 +9,8 @@ packages=(cmake ninja-build g++ git pkg-config
           python3 python3-numpy python3-scipy python3-matplotlib
           clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
           slurmctld slurmd slurm-client munge          # the real one-node SLURM test
-          fortunes-min)                                # default text corpus of `attndev train`
+          fortunes-min                                 # default text corpus of `attndev train`
+          fortunes)                                    # full corpus of the paper weight study
 # shellcheck disable=SC2206
 packages+=(${ATTNDEV_SETUP_EXTRA:-})
 

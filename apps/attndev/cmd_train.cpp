@@ -1,9 +1,11 @@
-// `attndev train CONFIG [-o DIR] [--quick] [--text FILE] [--steps N] [-j N] [--force]`
+// `attndev train CONFIG [-o DIR] [--quick] [--text FILE | --corpus NAME] [--steps N]
+//                      [--capture STEP[,STEP...]] [-j N] [--force]`
 //
 // CONFIG is a single run (configs/train/*.json) or a study (configs/paper/
 // golden2024-fig7-8-weights.json: "base", "runs", "pairs", "ratios", "quick"). Trains on the CPU
 // with the emulated attention forward and backward inside; writes loss.csv and safetensors
-// snapshots per run and, for a study, the weight comparison (docs/training.md).
+// snapshots per run and, for a study, the weight comparison (docs/training.md). --capture writes
+// the Q, K, V of every attention layer at those steps, readable as `attndev point --inputs`.
 // Exit codes: 0 ok; 2 bad config, flags, text file or output folder (nothing written);
 // 1 a run failed while training (e.g. non-finite gradients in fp32).
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -28,6 +31,8 @@ struct TrainArgs {
   std::string config;
   std::string out;
   std::string text;
+  std::string corpus;
+  std::vector<int> capture;
   bool quick = false;
   bool force = false;
   int steps = 0;
@@ -89,15 +94,26 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
                           ? args.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  // Load every corpus before creating the output folder: a missing text is a usage error that
-  // leaves nothing behind.
+  train::StudyOptions options;
+  options.threads = threads;
+  options.text = args.text;
+  options.corpus = args.corpus;
+  options.command_line = command_line;
+  options.capture_steps = args.capture;
+  if (!args.text.empty() && !args.corpus.empty())
+    throw UsageError("--text FILE and --corpus NAME both choose the corpus: give one");
+  // Check every capture step and load every corpus before creating the output folder: a bad
+  // step or a missing text is a usage error that leaves nothing behind.
+  const std::vector<train::TrainConfig> all_runs =
+      is_study_config ? study.runs : std::vector<train::TrainConfig>{single};
+  for (const train::TrainConfig& c : all_runs)
+    for (int s : args.capture)
+      if (s < 0 || s >= c.steps)
+        throw UsageError("--capture " + std::to_string(s) + ": run " + c.name + " has steps 0.." +
+                         std::to_string(c.steps - 1) +
+                         " (step s is the forward pass of update s, on snapshot step_s)");
   try {
-    if (is_study_config) {
-      for (const train::TrainConfig& c : study.runs)
-        train::load_corpus(args.text.empty() ? c.text : args.text);
-    } else {
-      train::load_corpus(args.text.empty() ? single.text : args.text);
-    }
+    for (const train::TrainConfig& c : all_runs) train::load_run_corpus(c, options);
   } catch (const train::CorpusError& e) {
     throw UsageError(e.what());
   }
@@ -105,12 +121,7 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
   const std::filesystem::path out = args.out.empty() ? std::filesystem::path("results/train") / name
                                                      : std::filesystem::path(args.out);
   prepare_out_dir(out, args.force);
-
-  train::StudyOptions options;
   options.out_dir = out;
-  options.threads = threads;
-  options.text = args.text;
-  options.command_line = command_line;
   nlohmann::json record;
   record["command_line"] = command_line;
   record["config_file"] = args.config;
@@ -136,11 +147,18 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
     options.progress = [&](const std::string& run, const train::StepLog& l) {
       progress_line(run, l, single.log_every, single.steps);
     };
-    const train::Corpus corpus = train::load_corpus(args.text.empty() ? single.text : args.text);
+    const train::Corpus corpus = train::load_run_corpus(single, options);
     const train::RunResult r = train::run_single(single, corpus, options, out);
     spdlog::info("{}: loss {:.4f} -> {:.4f} in {} steps, {:.1f} s; snapshots in {}", single.name,
                  r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
                  (out / "snapshots").string());
+    if (!single.shadows.empty())
+      spdlog::info("{}: in-model deviation of {} shadow(s) at {} step(s) in {} ({:.1f} s)",
+                   single.name, single.shadows.size(), single.shadow_steps.size(),
+                   (out / "in_model.csv").string(), r.shadow_seconds);
+    if (!args.capture.empty())
+      spdlog::info("{}: Q, K, V of {} step(s) in {}", single.name, args.capture.size(),
+                   (out / "captures").string());
   }
 }
 
@@ -152,9 +170,15 @@ void add_train_command(CLI::App& app) {
       "train", "Train the small transformer on the CPU with emulated attention (a run or a study)");
   cmd->add_option("config", args->config, "Run or study config (JSON)")->required();
   cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)");
-  cmd->add_option(
-      "--text", args->text,
-      "Train on this text file instead of the default corpus (Debian package fortunes-min)");
+  cmd->add_option("--text", args->text, "Train on this text file instead of the config's corpus");
+  cmd->add_option("--corpus", args->corpus,
+                  "Train on this named corpus: fortunes-min (the default; Debian package "
+                  "fortunes-min) or fortunes (the full package, ~2.6 MB)");
+  cmd->add_option("--capture", args->capture,
+                  "Write the Q, K, V each attention layer saw at these steps (comma-separated; "
+                  "step s = the forward pass of update s) to RUN/captures/step_NNNNNN/"
+                  "layer_L.safetensors, readable by `attndev point --inputs`")
+      ->delimiter(',');
   cmd->add_flag("--quick", args->quick, "Study: merge the config's \"quick\" block (the CI form)");
   cmd->add_option("--steps", args->steps, "Override the number of steps of every run")
       ->check(CLI::Range(1, 1000000));
@@ -165,6 +189,12 @@ void add_train_command(CLI::App& app) {
     std::string line = "attndev train " + args->config;
     if (!args->out.empty()) line += " -o " + args->out;
     if (!args->text.empty()) line += " --text " + args->text;
+    if (!args->corpus.empty()) line += " --corpus " + args->corpus;
+    if (!args->capture.empty()) {
+      line += " --capture ";
+      for (std::size_t i = 0; i < args->capture.size(); ++i)
+        line += (i ? "," : "") + std::to_string(args->capture[i]);
+    }
     if (args->quick) line += " --quick";
     if (args->steps > 0) line += " --steps " + std::to_string(args->steps);
     run_train(*args, line);

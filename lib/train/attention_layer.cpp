@@ -6,15 +6,16 @@
 
 namespace attndev::train {
 
-AttentionLayer::AttentionLayer(const std::string& name, int dim, int heads)
+AttentionLayer::AttentionLayer(const std::string& name, int index, int dim, int heads)
     : qkv(name + ".qkv", dim, 3 * dim, /*with_bias=*/true),
       proj(name + ".proj", dim, dim, /*with_bias=*/true),
+      index(index),
       heads(heads) {
   if (heads < 1 || dim % heads != 0)
     throw std::invalid_argument("AttentionLayer: d_model must be a multiple of heads");
 }
 
-Mat AttentionLayer::forward(const Mat& x, int seq, const Numerics& num) {
+Mat AttentionLayer::forward(const Mat& x, int seq, const Numerics& num, const AttentionTap* tap) {
   const int rows = static_cast<int>(x.rows()), dim = static_cast<int>(x.cols());
   const int batch = rows / seq, d = dim / heads;
   seq_ = seq;
@@ -34,12 +35,28 @@ Mat AttentionLayer::forward(const Mat& x, int seq, const Numerics& num) {
           inputs_.v.at(b, h, t, c) =
               num.policy.round(numerics::Stage::input, z(r, 2 * dim + h * d + c));
         }
+  attention::Inputs raw;  // only on tapped steps
+  if (tap) {
+    raw.q = attention::Tensor(batch, heads, seq, d);
+    raw.k = attention::Tensor(batch, heads, seq, d);
+    raw.v = attention::Tensor(batch, heads, seq, d);
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int t = 0; t < seq; ++t)
+          for (int c = 0; c < d; ++c) {
+            const Eigen::Index r = Eigen::Index(b) * seq + t;
+            raw.q.at(b, h, t, c) = z(r, h * d + c);
+            raw.k.at(b, h, t, c) = z(r, dim + h * d + c);
+            raw.v.at(b, h, t, c) = z(r, 2 * dim + h * d + c);
+          }
+  }
   options_ = attention::Options{};
   options_.causal = true;
   options_.block_r = num.block_r;
   options_.block_c = num.block_c;
   options_.threads = num.threads;
   output_ = attention::run(num.algorithm, num.policy, inputs_, options_);
+  if (tap) (*tap)(AttentionCall{index, raw, inputs_, output_, options_});
   Mat o(rows, dim);  // (B*T, C): heads side by side
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)

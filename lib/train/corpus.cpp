@@ -36,24 +36,38 @@ std::string read_text(const std::filesystem::path& path) {
 }
 }  // namespace
 
-Corpus load_corpus(const std::filesystem::path& text_file) {
+const NamedCorpus* find_corpus(std::string_view name) {
+  for (const NamedCorpus& c : kCorpora)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+Corpus load_corpus(const std::filesystem::path& text_file, std::string_view corpus_name) {
   if (!text_file.empty()) {
     if (!std::filesystem::is_regular_file(text_file))
       throw CorpusError("text file " + text_file.string() +
                         " does not exist or is not a file: pass an existing text file to --text");
     return corpus_from_text(read_text(text_file), text_file.string());
   }
+  const NamedCorpus* named = find_corpus(corpus_name);
+  if (!named) {
+    std::string valid;
+    for (const NamedCorpus& c : kCorpora)
+      valid += (valid.empty() ? "" : ", ") + std::string(c.name);
+    throw CorpusError("unknown corpus \"" + std::string(corpus_name) + "\"; valid: " + valid +
+                      " (or pass --text FILE)");
+  }
   std::string text, source;
-  for (const char* f : kDefaultCorpusFiles) {
+  for (const char* f : named->files) {
     if (!std::filesystem::is_regular_file(f))
-      throw CorpusError(std::string("default corpus file ") + f +
-                        " is missing: install the Debian " + "package " + kDefaultCorpusPackage +
-                        " (apt-get install " + kDefaultCorpusPackage +
+      throw CorpusError("corpus " + std::string(named->name) + ": file " + f +
+                        " is missing: install the Debian package " + named->package +
+                        " (apt-get install " + named->package +
                         ", or scripts/setup.sh) or pass --text FILE");
     text += read_text(f);
     source += (source.empty() ? "" : ",") + std::string(f);
   }
-  return corpus_from_text(text, source);
+  return corpus_from_text(text, std::string(named->name) + ":" + source);
 }
 
 Batch make_batch(const Corpus& corpus, std::uint64_t data_seed, int step, int batch, int seq) {

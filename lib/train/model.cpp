@@ -8,7 +8,7 @@ namespace attndev::train {
 
 Block::Block(int index, const ModelConfig& cfg)
     : ln1("blocks." + std::to_string(index) + ".ln1", cfg.d_model),
-      attn("blocks." + std::to_string(index) + ".attn", cfg.d_model, cfg.heads),
+      attn("blocks." + std::to_string(index) + ".attn", index, cfg.d_model, cfg.heads),
       ln2("blocks." + std::to_string(index) + ".ln2", cfg.d_model),
       mlp("blocks." + std::to_string(index) + ".mlp", cfg.d_model, cfg.mlp_hidden) {}
 
@@ -42,11 +42,11 @@ void Model::init(std::uint64_t seed, numerics::Format master) {
 }
 
 double Model::forward(const std::vector<int>& inputs, const std::vector<int>& targets, int seq,
-                      const Numerics& num) {
+                      const Numerics& num, const AttentionTap* tap) {
   const numerics::Format act = activation_format(num.precision);
   Mat x = emb_.forward(inputs, seq, num);  // (B*T, C)
   for (Block& b : blocks_) {
-    x += b.attn.forward(b.ln1.forward(x, num), seq, num);
+    x += b.attn.forward(b.ln1.forward(x, num), seq, num, tap);
     round_all(act, x);
     x += b.mlp.forward(b.ln2.forward(x, num), num);
     round_all(act, x);

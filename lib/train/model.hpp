@@ -34,9 +34,10 @@ class Model {
   // biases 0; values rounded to the master-weight format.
   void init(std::uint64_t seed, numerics::Format master);
 
-  // inputs, targets: (B*T) token ids, row b*T + t. Returns the mean cross entropy.
+  // inputs, targets: (B*T) token ids, row b*T + t. Returns the mean cross entropy. A tap sees
+  // every attention call of this forward (AttentionCall); it cannot change the result.
   double forward(const std::vector<int>& inputs, const std::vector<int>& targets, int seq,
-                 const Numerics& num);
+                 const Numerics& num, const AttentionTap* tap = nullptr);
   // Accumulates the gradients of loss_scale * loss into every Param::grad.
   void backward(double loss_scale, const Numerics& num);
 

@@ -1,12 +1,15 @@
 #include "train/study.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -46,6 +49,33 @@ std::vector<WeightDistance> compare_weights(const std::vector<io::NamedTensor>& 
   return rows;
 }
 
+ReplicateStats replicate_stats(std::span<const double> values) {
+  ReplicateStats st;
+  double sum = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    st.min = st.n == 0 ? v : std::min(st.min, v);
+    st.max = st.n == 0 ? v : std::max(st.max, v);
+    sum += v;
+    ++st.n;
+  }
+  if (st.n == 0) return st;
+  st.mean = sum / st.n;
+  if (st.n >= 2) {
+    double ss = 0;  // two-pass: no cancellation between sum of squares and squared sum
+    for (double v : values)
+      if (std::isfinite(v)) ss += (v - st.mean) * (v - st.mean);
+    st.std = std::sqrt(ss / (st.n - 1));
+  }
+  return st;
+}
+
+std::filesystem::path run_folder(const std::filesystem::path& out_dir, int replicates, int r,
+                                 const std::string& run) {
+  if (replicates <= 1) return out_dir / run;
+  return out_dir / ("rep" + std::to_string(r)) / run;
+}
+
 namespace {
 
 std::string fmt(double x) {
@@ -56,10 +86,35 @@ std::string fmt(double x) {
   return buf;
 }
 
+std::string short_fmt(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+// "1.78", or "1.78 ± 0.21 [1.51, 2.02]" over several replicates.
+std::string stats_cell(const ReplicateStats& st, bool range) {
+  if (st.n == 0) return "nan";
+  if (st.n == 1) return short_fmt(st.mean);
+  std::string r = short_fmt(st.mean) + " ± " + short_fmt(st.std);
+  if (range) r += " [" + short_fmt(st.min) + ", " + short_fmt(st.max) + "]";
+  return r;
+}
+
+double ratio_of(double n, double d) {
+  // 0/0 at step 0 (identical inits) is nan: no answer, not a ratio of 1.
+  return d == 0.0 ? (n == 0.0 ? NAN : INFINITY) : n / d;
+}
+
 nlohmann::json run_json(const TrainConfig& cfg, const RunResult& r, const Corpus& corpus) {
   nlohmann::json j;
   j["config"] = cfg.source;
   j["name"] = cfg.name;
+  j["replicate"] = cfg.replicate;
+  j["seed"] = cfg.seed;
+  j["data_seed"] = cfg.data_seed;
   j["precision"] = precision_name(cfg.precision);
   j["algorithm"] = attention::algorithm_name(cfg.algorithm);
   j["policy"] = experiment::policy_stages_json(cfg.policy);
@@ -71,6 +126,18 @@ nlohmann::json run_json(const TrainConfig& cfg, const RunResult& r, const Corpus
   j["first_loss"] = r.log.empty() ? 0.0 : r.log.front().loss;
   j["final_loss"] = r.log.empty() ? 0.0 : r.log.back().loss;
   j["seconds"] = r.seconds;
+  if (!cfg.shadows.empty()) {
+    nlohmann::json shadows = nlohmann::json::array();
+    for (const ShadowSpec& s : cfg.shadows)
+      shadows.push_back({{"name", s.name},
+                         {"algorithm", attention::algorithm_name(s.algorithm)},
+                         {"policy", experiment::policy_stages_json(s.policy)},
+                         {"block_r", s.block_r},
+                         {"block_c", s.block_c}});
+    j["shadows"] = shadows;
+    j["shadow_steps"] = cfg.shadow_steps;
+    j["shadow_seconds"] = r.shadow_seconds;
+  }
   return j;
 }
 
@@ -83,144 +150,300 @@ double tail_loss(const RunResult& r, std::size_t k) {
   return s / double(k);
 }
 
+std::string read_text_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 }  // namespace
+
+Corpus load_run_corpus(const TrainConfig& cfg, const StudyOptions& options) {
+  if (!options.text.empty()) return load_corpus(options.text);
+  if (!options.corpus.empty()) return load_corpus("", options.corpus);
+  return load_corpus(cfg.text, cfg.corpus);
+}
 
 RunResult run_single(const TrainConfig& cfg, const Corpus& corpus, const StudyOptions& options,
                      const std::filesystem::path& out_dir) {
   RunOptions ro;
   ro.out_dir = out_dir;
   ro.threads = options.threads;
+  ro.capture_steps = options.capture_steps;
   if (options.progress) ro.progress = [&](const StepLog& l) { options.progress(cfg.name, l); };
   RunResult r = train_run(cfg, corpus, ro);
   io::write_file_atomic(out_dir / "run.json", run_json(cfg, r, corpus).dump(2) + "\n");
+  if (!cfg.shadows.empty())
+    io::write_file_atomic(out_dir / "in_model.md",
+                          "# In-model deviation: " + cfg.name +
+                              "\n\nDeviation of each attention variant from the FP64 golden on "
+                              "the Q, K, V of every layer at the shadow steps (all heads; "
+                              "per head in in_model.csv).\n\n" +
+                              in_model_markdown(r.in_model));
   return r;
 }
 
 StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
   StudyResult result;
-  std::map<std::string, RunResult> runs;
-  std::map<std::string, const TrainConfig*> configs;
-  std::map<std::string, Corpus> corpora;  // by text path: load each once
-  for (const TrainConfig& cfg : study.runs) {
-    const std::string text = options.text.empty() ? cfg.text : options.text;
-    if (!corpora.count(text)) corpora.emplace(text, load_corpus(text));
-  }
-  for (const TrainConfig& cfg : study.runs) {
-    const std::string text = options.text.empty() ? cfg.text : options.text;
-    spdlog::info("study {}: training run {} ({}, {} attention, policy {}, seed {})", study.name,
-                 cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
-                 experiment::policy_label(cfg.policy), cfg.seed);
-    runs[cfg.name] = run_single(cfg, corpora.at(text), options, options.out_dir / cfg.name);
-    configs[cfg.name] = &cfg;
-    result.files.push_back(cfg.name + "/loss.csv");
-    result.files.push_back(cfg.name + "/run.json");
+  const int reps = study.replicates;
+  std::map<std::string, Corpus> corpora;  // by text path / corpus name: load each once
+  auto corpus_key = [&](const TrainConfig& c) {
+    if (!options.text.empty()) return "file:" + options.text;
+    if (!options.corpus.empty()) return "corpus:" + options.corpus;
+    return c.text.empty() ? "corpus:" + c.corpus : "file:" + c.text;
+  };
+  for (const TrainConfig& cfg : study.runs)
+    if (!corpora.count(corpus_key(cfg)))
+      corpora.emplace(corpus_key(cfg), load_run_corpus(cfg, options));
+
+  // runs[r][name], configs[r][name]
+  std::vector<std::map<std::string, RunResult>> runs(static_cast<std::size_t>(reps));
+  std::vector<std::map<std::string, TrainConfig>> configs(static_cast<std::size_t>(reps));
+  bool any_shadow = false;
+  for (int r = 0; r < reps; ++r) {
+    for (const TrainConfig& base : study.runs) {
+      const TrainConfig cfg = replicate_of(base, r, study.replicate_seed_stride);
+      const std::filesystem::path dir = run_folder(options.out_dir, reps, r, cfg.name);
+      spdlog::info(
+          "study {}: {}training run {} ({}, {} attention, policy {}, seed {}, data seed {})",
+          study.name,
+          reps > 1 ? "replicate " + std::to_string(r + 1) + "/" + std::to_string(reps) + ": "
+                   : std::string(),
+          cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
+          experiment::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
+      runs[r][cfg.name] = run_single(cfg, corpora.at(corpus_key(cfg)), options, dir);
+      configs[r][cfg.name] = cfg;
+      const std::string rel = std::filesystem::relative(dir, options.out_dir).generic_string();
+      result.files.push_back(rel + "/loss.csv");
+      result.files.push_back(rel + "/run.json");
+      if (!cfg.shadows.empty()) {
+        any_shadow = true;
+        result.files.push_back(rel + "/in_model.csv");
+        result.files.push_back(rel + "/in_model.md");
+      }
+    }
   }
 
   // Distances at every step that both runs of a pair snapshotted, read back from the files.
-  std::string csv =
-      io::csv_record({"step", "pair", "kind", "run_a", "run_b", "tensor", "w1", "max_abs_diff"});
-  std::map<std::string, std::map<int, std::vector<WeightDistance>>>
-      by_pair;  // pair -> step -> rows
-  for (const PairSpec& p : study.pairs) {
-    const RunResult& ra = runs.at(p.a);
-    const RunResult& rb = runs.at(p.b);
-    const std::set<int> steps_b(rb.snapshot_steps.begin(), rb.snapshot_steps.end());
-    for (int step : ra.snapshot_steps) {
-      if (!steps_b.count(step)) continue;
-      const auto ta =
-          io::read_safetensors(options.out_dir / p.a / "snapshots" / snapshot_name(step));
-      const auto tb =
-          io::read_safetensors(options.out_dir / p.b / "snapshots" / snapshot_name(step));
-      std::vector<WeightDistance> rows = compare_weights(ta.tensors, tb.tensors);
-      for (const WeightDistance& d : rows) {
-        csv += io::csv_record(
-            {std::to_string(step), p.name, p.kind, p.a, p.b, d.tensor, fmt(d.w1), fmt(d.max_abs)});
-        ++result.compared_rows;
+  std::string csv = io::csv_record({"step", "replicate", "pair", "kind", "run_a", "run_b", "seed_a",
+                                    "seed_b", "tensor", "w1", "max_abs_diff"});
+  // pair -> step -> replicate -> rows (per tensor, "all" last)
+  std::map<std::string, std::map<int, std::map<int, std::vector<WeightDistance>>>> by_pair;
+  for (int r = 0; r < reps; ++r) {
+    for (const PairSpec& p : study.pairs) {
+      const RunResult& ra = runs[r].at(p.a);
+      const RunResult& rb = runs[r].at(p.b);
+      const std::set<int> steps_b(rb.snapshot_steps.begin(), rb.snapshot_steps.end());
+      for (int step : ra.snapshot_steps) {
+        if (!steps_b.count(step)) continue;
+        const auto ta = io::read_safetensors(run_folder(options.out_dir, reps, r, p.a) /
+                                             "snapshots" / snapshot_name(step));
+        const auto tb = io::read_safetensors(run_folder(options.out_dir, reps, r, p.b) /
+                                             "snapshots" / snapshot_name(step));
+        std::vector<WeightDistance> rows = compare_weights(ta.tensors, tb.tensors);
+        for (const WeightDistance& d : rows) {
+          csv += io::csv_record({std::to_string(step), std::to_string(r), p.name, p.kind, p.a, p.b,
+                                 std::to_string(configs[r].at(p.a).seed),
+                                 std::to_string(configs[r].at(p.b).seed), d.tensor, fmt(d.w1),
+                                 fmt(d.max_abs)});
+          ++result.compared_rows;
+        }
+        by_pair[p.name][step][r] = std::move(rows);
       }
-      by_pair[p.name][step] = std::move(rows);
     }
   }
   io::write_file_atomic(options.out_dir / "weights_comparison.csv", csv);
   result.files.push_back("weights_comparison.csv");
 
-  std::string ratios =
-      io::csv_record({"step", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
+  std::set<int> all_steps;
+  for (const auto& [name, steps] : by_pair)
+    for (const auto& [step, per_rep] : steps) all_steps.insert(step);
+
+  // Pair W1 over replicates.
+  std::string pair_stats = io::csv_record(
+      {"step", "pair", "kind", "tensor", "replicates", "w1_mean", "w1_std", "w1_min", "w1_max"});
+  std::map<std::string, std::map<int, ReplicateStats>> pooled_pair;  // pair -> step -> "all"
+  for (const PairSpec& p : study.pairs) {
+    for (const auto& [step, per_rep] : by_pair[p.name]) {
+      const std::size_t tensors = per_rep.begin()->second.size();
+      for (std::size_t t = 0; t < tensors; ++t) {
+        std::vector<double> w1;
+        for (const auto& [r, rows] : per_rep) w1.push_back(rows[t].w1);
+        const ReplicateStats st = replicate_stats(w1);
+        pair_stats += io::csv_record({std::to_string(step), p.name, p.kind,
+                                      per_rep.begin()->second[t].tensor, std::to_string(st.n),
+                                      fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max)});
+        if (t + 1 == tensors) pooled_pair[p.name][step] = st;
+      }
+    }
+  }
+
+  // Ratios per replicate (both W1 from the same replicate), then over replicates.
+  std::string ratios = io::csv_record(
+      {"step", "replicate", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
+  std::string ratio_stats =
+      io::csv_record({"step", "ratio_name", "tensor", "replicates", "mean", "std", "min", "max"});
+  std::map<std::string, std::map<int, ReplicateStats>> pooled_ratio;  // ratio -> step -> "all"
+  for (const RatioSpec& rs : study.ratios) {
+    for (int step : all_steps) {
+      const auto& num = by_pair[rs.numerator];
+      const auto& den = by_pair[rs.denominator];
+      if (!num.count(step) || !den.count(step)) continue;
+      std::vector<std::vector<double>> per_tensor;  // tensor -> replicate values
+      std::vector<std::string> names;
+      for (int r = 0; r < reps; ++r) {
+        if (!num.at(step).count(r) || !den.at(step).count(r)) continue;
+        const auto& n_rows = num.at(step).at(r);
+        const auto& d_rows = den.at(step).at(r);
+        per_tensor.resize(n_rows.size());
+        names.resize(n_rows.size());
+        for (std::size_t t = 0; t < n_rows.size() && t < d_rows.size(); ++t) {
+          const double ratio = ratio_of(n_rows[t].w1, d_rows[t].w1);
+          ratios +=
+              io::csv_record({std::to_string(step), std::to_string(r), rs.name, n_rows[t].tensor,
+                              fmt(n_rows[t].w1), fmt(d_rows[t].w1), fmt(ratio)});
+          per_tensor[t].push_back(ratio);
+          names[t] = n_rows[t].tensor;
+        }
+      }
+      for (std::size_t t = 0; t < per_tensor.size(); ++t) {
+        const ReplicateStats st = replicate_stats(per_tensor[t]);
+        ratio_stats +=
+            io::csv_record({std::to_string(step), rs.name, names[t], std::to_string(st.n),
+                            fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max)});
+        if (t + 1 == per_tensor.size()) pooled_ratio[rs.name][step] = st;
+      }
+    }
+  }
+
   std::ostringstream md;
   md << "# Weight-deviation study: " << study.name << "\n\n";
   if (!study.description.empty()) md << study.description << "\n\n";
-  md << "Command: `" << options.command_line << "`\n\n## Runs\n\n"
-     << "| run | precision | attention | policy | seed | steps | first loss | final loss (mean of "
-        "last 10) | skipped | seconds |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const TrainConfig& cfg : study.runs) {
-    const RunResult& r = runs.at(cfg.name);
-    md << "| " << cfg.name << " | " << precision_name(cfg.precision) << " | "
-       << attention::algorithm_name(cfg.algorithm) << " | " << experiment::policy_label(cfg.policy)
-       << " | " << cfg.seed << " | " << cfg.steps << " | " << fmt(r.log.front().loss) << " | "
-       << fmt(tail_loss(r, 10)) << " | " << r.skipped_steps << " | " << fmt(r.seconds) << " |\n";
+  md << "Command: `" << options.command_line << "`\n\n";
+  if (reps > 1)
+    md << "Replicates: " << reps << " (replicate r adds r x " << study.replicate_seed_stride
+       << " to every run's seed and data seed). Cells over replicates read mean ± sample std "
+          "[min, max]; a ratio is taken within each replicate, then summarized.\n\n";
+  md << "## Runs\n\n"
+     << "| run | replicate | precision | attention | policy | seed | data seed | steps | first "
+        "loss | final loss (mean of last 10) | skipped | seconds |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (int r = 0; r < reps; ++r) {
+    for (const TrainConfig& base : study.runs) {
+      const TrainConfig& cfg = configs[r].at(base.name);
+      const RunResult& rr = runs[r].at(base.name);
+      md << "| " << cfg.name << " | " << r << " | " << precision_name(cfg.precision) << " | "
+         << attention::algorithm_name(cfg.algorithm) << " | "
+         << experiment::policy_label(cfg.policy) << " | " << cfg.seed << " | " << cfg.data_seed
+         << " | " << cfg.steps << " | " << fmt(rr.log.front().loss) << " | "
+         << fmt(tail_loss(rr, 10)) << " | " << rr.skipped_steps << " | " << fmt(rr.seconds)
+         << " |\n";
+    }
   }
-  md << "\n## W1 of all weights pooled, per snapshot step\n\n| step |";
+  md << "\n## W1 of all weights pooled, per snapshot step"
+     << (reps > 1 ? " (over " + std::to_string(reps) + " replicates)" : std::string())
+     << "\n\n| step |";
   for (const PairSpec& p : study.pairs) md << " " << p.name << " (" << p.kind << ") |";
   for (const RatioSpec& r : study.ratios) md << " " << r.name << " |";
   md << "\n|---|";
   for (std::size_t i = 0; i < study.pairs.size() + study.ratios.size(); ++i) md << "---|";
   md << "\n";
-  std::set<int> all_steps;
-  for (const auto& [name, steps] : by_pair)
-    for (const auto& [step, rows] : steps) all_steps.insert(step);
   for (int step : all_steps) {
     md << "| " << step << " |";
     for (const PairSpec& p : study.pairs) {
-      const auto& steps = by_pair[p.name];
-      md << " " << (steps.count(step) ? fmt(steps.at(step).back().w1) : "-") << " |";
+      const auto& steps = pooled_pair[p.name];
+      md << " " << (steps.count(step) ? stats_cell(steps.at(step), /*range=*/false) : "-") << " |";
     }
     for (const RatioSpec& r : study.ratios) {
-      const auto& num = by_pair[r.numerator];
-      const auto& den = by_pair[r.denominator];
-      if (!num.count(step) || !den.count(step)) {
-        md << " - |";
-        continue;
-      }
-      // Per tensor, and pooled ("all", last row). 0/0 at step 0 (identical inits) is reported as
-      // nan.
-      for (std::size_t t = 0; t < num.at(step).size(); ++t) {
-        const double n = num.at(step)[t].w1, d = den.at(step)[t].w1;
-        const double ratio = d == 0.0 ? (n == 0.0 ? NAN : INFINITY) : n / d;
-        ratios += io::csv_record(
-            {std::to_string(step), r.name, num.at(step)[t].tensor, fmt(n), fmt(d), fmt(ratio)});
-      }
-      const double n = num.at(step).back().w1, d = den.at(step).back().w1;
-      md << " " << fmt(d == 0.0 ? (n == 0.0 ? NAN : INFINITY) : n / d) << " |";
+      const auto& steps = pooled_ratio[r.name];
+      md << " " << (steps.count(step) ? stats_cell(steps.at(step), /*range=*/true) : "-") << " |";
     }
     md << "\n";
   }
-  if (!all_steps.empty()) {
+  if (!all_steps.empty() && !study.pairs.empty()) {
     const int last = *all_steps.rbegin();
-    md << "\n## Per tensor at step " << last << ": W1 / max|diff|\n\n| tensor |";
+    md << "\n## Per tensor at step " << last << ": W1 / max|diff|"
+       << (reps > 1 ? " (mean over replicates)" : "") << "\n\n| tensor |";
     for (const PairSpec& p : study.pairs) md << " " << p.name << " |";
     md << "\n|---|";
     for (std::size_t i = 0; i < study.pairs.size(); ++i) md << "---|";
     md << "\n";
     const auto& first = by_pair[study.pairs.front().name];
     if (first.count(last)) {
-      for (std::size_t t = 0; t < first.at(last).size(); ++t) {
-        md << "| " << first.at(last)[t].tensor << " |";
+      const std::size_t tensors = first.at(last).begin()->second.size();
+      for (std::size_t t = 0; t < tensors; ++t) {
+        md << "| " << first.at(last).begin()->second[t].tensor << " |";
         for (const PairSpec& p : study.pairs) {
           const auto& steps = by_pair[p.name];
           if (!steps.count(last)) {
             md << " - |";
             continue;
           }
-          md << " " << fmt(steps.at(last)[t].w1) << " / " << fmt(steps.at(last)[t].max_abs) << " |";
+          double w1 = 0, max_abs = 0;
+          for (const auto& [r, rows] : steps.at(last)) {
+            w1 += rows[t].w1 / double(steps.at(last).size());
+            max_abs += rows[t].max_abs / double(steps.at(last).size());
+          }
+          md << " " << fmt(w1) << " / " << fmt(max_abs) << " |";
         }
         md << "\n";
       }
     }
   }
+
+  if (any_shadow) {
+    // Every run's in_model.csv in one file, and the "all"-heads rows over replicates.
+    std::string merged;
+    md << "\n## In-model deviation (all heads; mean over replicates ± std)\n\n"
+       << "Each attention call of the shadow steps computed by the driving variant and every "
+          "shadow on the same Q, K, V, against the FP64 golden (in_model.csv per head).\n\n"
+       << "| run | step | layer | variant | max \\|O - golden\\| | mean \\|O - golden\\| | mean / "
+          "driver's mean |\n|---|---|---|---|---|---|---|\n";
+    for (const TrainConfig& base : study.runs) {
+      if (base.shadows.empty()) continue;
+      // (step, layer, variant) -> per replicate (max, mean, ratio); order as first seen.
+      std::vector<std::tuple<int, int, std::string>> order;
+      std::map<std::tuple<int, int, std::string>, std::array<std::vector<double>, 3>> cells;
+      for (int r = 0; r < reps; ++r) {
+        const std::filesystem::path f =
+            run_folder(options.out_dir, reps, r, base.name) / "in_model.csv";
+        const std::string text = read_text_file(f);
+        const std::size_t eol = text.find('\n');
+        if (merged.empty()) merged = text.substr(0, eol + 1);
+        if (eol != std::string::npos) merged += text.substr(eol + 1);
+        std::map<std::pair<int, int>, double> driver_mean;
+        for (const InModelRow& row : runs[r].at(base.name).in_model)
+          if (row.driver) driver_mean[{row.step, row.layer}] = row.vs_golden.mean_abs;
+        for (const InModelRow& row : runs[r].at(base.name).in_model) {
+          const auto key = std::tuple{row.step, row.layer, row.variant};
+          if (!cells.count(key)) order.push_back(key);
+          auto& c = cells[key];
+          c[0].push_back(row.vs_golden.max_abs);
+          c[1].push_back(row.vs_golden.mean_abs);
+          c[2].push_back(ratio_of(row.vs_golden.mean_abs, driver_mean[{row.step, row.layer}]));
+        }
+      }
+      for (const auto& key : order) {
+        const auto& c = cells.at(key);
+        const bool is_driver = std::get<2>(key) == driver_name(base);
+        md << "| " << base.name << " | " << std::get<0>(key) << " | " << std::get<1>(key) << " | "
+           << std::get<2>(key) << (is_driver ? " (driver)" : "") << " | "
+           << stats_cell(replicate_stats(c[0]), false) << " | "
+           << stats_cell(replicate_stats(c[1]), false) << " | "
+           << (is_driver ? "1" : stats_cell(replicate_stats(c[2]), true)) << " |\n";
+      }
+    }
+    io::write_file_atomic(options.out_dir / "in_model.csv", merged);
+    result.files.push_back("in_model.csv");
+  }
+
   io::write_file_atomic(options.out_dir / "ratios.csv", ratios);
+  io::write_file_atomic(options.out_dir / "pair_stats.csv", pair_stats);
+  io::write_file_atomic(options.out_dir / "ratio_stats.csv", ratio_stats);
   io::write_file_atomic(options.out_dir / "summary.md", md.str());
-  result.files.push_back("ratios.csv");
-  result.files.push_back("summary.md");
+  for (const char* f : {"ratios.csv", "pair_stats.csv", "ratio_stats.csv", "summary.md"})
+    result.files.push_back(f);
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "experiment/config.hpp"
+#include "train/corpus.hpp"
 #include "experiment/policy_json.hpp"
 #include "experiment/suggest.hpp"
 
@@ -57,20 +58,130 @@ std::string get_str(const json& j, const std::string& path, const char* key, std
 }
 
 constexpr std::string_view kRunKeys[] = {
-    "name",      "description", "model",     "optimizer",  "steps",          "batch",     "seed",
-    "data_seed", "precision",   "attention", "loss_scale", "snapshot_every", "log_every", "text"};
+    "name",      "description", "model",     "optimizer", "steps",       "batch",
+    "seed",      "data_seed",   "precision", "attention", "loss_scale",  "snapshot_every",
+    "log_every", "text",        "corpus",    "shadow",    "shadow_steps"};
+constexpr std::string_view kShadowKeys[] = {"name", "algorithm", "policy", "block_r", "block_c"};
+constexpr std::string_view kEveryKeys[] = {"every"};
 constexpr std::string_view kModelKeys[] = {"d_model", "heads", "layers", "context", "mlp_hidden"};
 constexpr std::string_view kOptimKeys[] = {"lr",    "min_lr_ratio", "warmup_steps", "beta1",
                                            "beta2", "eps",          "weight_decay", "grad_clip"};
 constexpr std::string_view kAttnKeys[] = {"algorithm", "policy", "block_r", "block_c"};
 constexpr std::string_view kScaleKeys[] = {"init", "growth_interval"};
-constexpr std::string_view kStudyKeys[] = {"name",  "description", "base", "runs",
-                                           "pairs", "ratios",      "quick"};
+constexpr std::string_view kStudyKeys[] = {"name",  "description", "base",
+                                           "runs",  "pairs",       "ratios",
+                                           "quick", "replicates",  "replicate_seed_stride"};
 constexpr std::string_view kPairKeys[] = {"name", "kind", "a", "b"};
 constexpr std::string_view kRatioKeys[] = {"name", "numerator", "denominator"};
 constexpr std::string_view kPairKinds[] = {"flash", "seed", "lowprec", "other"};
 
+// A shadow is forward-only, so any algorithm will do; what it cannot take (an fp8 Hadamard on a
+// head dimension that is not a power of 2, ...) is found here by one call on zeros of the run's
+// shape, so a bad shadow fails before training starts rather than at its first shadow step.
+void check_shadow_runs(const ShadowSpec& s, const ModelConfig& m, const std::string& path) {
+  const int d = m.d_model / m.heads;
+  attention::Inputs in;
+  in.q = attention::Tensor(1, 1, m.context, d);  // (B, H, N, d) of zeros
+  in.k = in.q;
+  in.v = in.q;
+  attention::Options o;
+  o.causal = true;
+  o.block_r = s.block_r;
+  o.block_c = s.block_c;
+  o.threads = 1;
+  try {
+    attention::run(s.algorithm, s.policy, in, o);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(path, std::string("this shadow cannot run on the model's attention (N = ") +
+                                std::to_string(m.context) + ", d = " + std::to_string(d) +
+                                "): " + e.what());
+  }
+}
+
+std::vector<ShadowSpec> parse_shadows(const json& j, const std::string& path,
+                                      const TrainConfig& c) {
+  if (!j.is_array())
+    throw ConfigError(path, "must be an array of {\"algorithm\", \"policy\", ...} objects");
+  std::vector<ShadowSpec> shadows;
+  std::set<std::string> names{driver_name(c)};
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const json& o = j[i];
+    check_keys(o, p, kShadowKeys);
+    ShadowSpec s;
+    if (!o.contains("algorithm"))
+      throw ConfigError(p + ".algorithm", "a shadow needs an algorithm (e.g. \"baseline\")");
+    const std::string alg = get_str(o, p, "algorithm", "");
+    if (!attention::parse_algorithm(alg, s.algorithm)) {
+      std::vector<std::string_view> valid;
+      for (attention::Algorithm a : attention::kEveryAlgorithm)
+        valid.push_back(attention::algorithm_name(a));
+      throw ConfigError(p + ".algorithm", "unknown algorithm \"" + alg + "\"" +
+                                              experiment::did_you_mean(alg, valid) +
+                                              "; valid: " + experiment::join_names(valid));
+    }
+    s.policy = c.policy;
+    if (o.contains("policy")) {
+      std::string error;
+      if (!experiment::parse_policy(o.at("policy"), s.policy, error))
+        throw ConfigError(p + ".policy", error);
+    }
+    s.block_r = get_int(o, p, "block_r", c.block_r, 1, 65536);
+    s.block_c = get_int(o, p, "block_c", c.block_c, 1, 65536);
+    s.name = std::string(attention::algorithm_name(s.algorithm)) + "/" +
+             experiment::policy_label(s.policy);
+    if (s.block_r != c.block_r || s.block_c != c.block_c)
+      s.name += "/" + std::to_string(s.block_r) + "x" + std::to_string(s.block_c);
+    s.name = get_str(o, p, "name", s.name);
+    if (s.name.empty()) throw ConfigError(p + ".name", "must not be empty");
+    if (!names.insert(s.name).second)
+      throw ConfigError(p + ".name", "variant name \"" + s.name +
+                                         "\" is taken (by the driving attention or another "
+                                         "shadow): give this shadow a \"name\"");
+    check_shadow_runs(s, c.model, p);
+    shadows.push_back(std::move(s));
+  }
+  return shadows;
+}
+
+// Step s means the forward pass of update s, on the weights of snapshot step_s.
+std::vector<int> parse_shadow_steps(const json& j, const std::string& path, int steps) {
+  std::set<int> out;
+  if (j.is_object()) {
+    check_keys(j, path, kEveryKeys);
+    if (!j.contains("every")) throw ConfigError(path + ".every", "missing (e.g. {\"every\": 50})");
+    const int every = get_int(j, path, "every", 1, 1, 1000000);
+    for (int s = 0; s < steps; s += every) out.insert(s);
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const json& v = j[i];
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= steps)
+        throw ConfigError(path + "[" + std::to_string(i) + "]",
+                          "must be a step in [0, " + std::to_string(steps - 1) +
+                              "] (step s is the forward of update s; steps = " +
+                              std::to_string(steps) + "), got " + v.dump());
+      out.insert(v.get<int>());
+    }
+  } else {
+    throw ConfigError(path, "must be an array of steps or {\"every\": N}");
+  }
+  return {out.begin(), out.end()};
+}
+
 }  // namespace
+
+std::string driver_name(const TrainConfig& cfg) {
+  return std::string(attention::algorithm_name(cfg.algorithm)) + "/" +
+         experiment::policy_label(cfg.policy);
+}
+
+TrainConfig replicate_of(const TrainConfig& run, int r, std::uint64_t stride) {
+  TrainConfig c = run;
+  c.replicate = r;
+  c.seed = run.seed + std::uint64_t(r) * stride;
+  c.data_seed = run.data_seed + std::uint64_t(r) * stride;
+  return c;
+}
 
 bool is_study(const json& j) {
   return j.is_object() && j.contains("runs");
@@ -89,6 +200,18 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
   c.snapshot_every = get_int(j, path, "snapshot_every", c.snapshot_every, 1, 1000000);
   c.log_every = get_int(j, path, "log_every", c.log_every, 1, 1000000);
   c.text = get_str(j, path, "text", "");
+  c.corpus = get_str(j, path, "corpus", c.corpus);
+  if (!c.text.empty() && j.contains("corpus"))
+    throw ConfigError(join(path, "corpus"),
+                      "give \"text\" (a file) or \"corpus\" (a name), not both");
+  if (!find_corpus(c.corpus)) {
+    std::vector<std::string_view> valid;
+    for (const NamedCorpus& n : kCorpora) valid.push_back(n.name);
+    throw ConfigError(join(path, "corpus"), "unknown corpus \"" + c.corpus + "\"" +
+                                                experiment::did_you_mean(c.corpus, valid) +
+                                                "; valid: " + experiment::join_names(valid) +
+                                                " (or \"text\": a file)");
+  }
   const std::string prec = get_str(j, path, "precision", precision_name(c.precision));
   if (!parse_precision(prec, c.precision))
     throw ConfigError(join(path, "precision"),
@@ -150,6 +273,15 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
     c.loss_scale_growth_interval =
         get_int(s, p, "growth_interval", c.loss_scale_growth_interval, 1, 1000000);
   }
+  if (j.contains("shadow")) c.shadows = parse_shadows(j.at("shadow"), join(path, "shadow"), c);
+  if (j.contains("shadow_steps")) {
+    if (!j.contains("shadow"))
+      throw ConfigError(join(path, "shadow_steps"), "given without \"shadow\" variants to compute");
+    c.shadow_steps = parse_shadow_steps(j.at("shadow_steps"), join(path, "shadow_steps"), c.steps);
+  } else if (!c.shadows.empty()) {
+    // Default: the snapshot steps (step_0, step_50, ... name the weights the forward ran on).
+    for (int s = 0; s < c.steps; s += c.snapshot_every) c.shadow_steps.push_back(s);
+  }
   return c;
 }
 
@@ -160,13 +292,23 @@ StudyConfig parse_study_config(const json& j, bool quick) {
   s.description = get_str(j, "", "description", "");
   json base = j.contains("base") ? j.at("base") : json::object();
   if (!base.is_object()) throw ConfigError("base", "must be a JSON object (a run config)");
+  s.replicates = get_int(j, "", "replicates", 1, 1, 1000);
   if (quick) {
     if (!j.contains("quick"))
       throw ConfigError("quick",
                         "--quick needs a \"quick\" object in the config (keys merged over base)");
-    base.merge_patch(j.at("quick"));
+    json q = j.at("quick");
+    if (!q.is_object()) throw ConfigError("quick", "must be a JSON object (keys merged over base)");
+    // "replicates" is a key of the study, not of a run: the quick form may shrink it.
+    if (q.contains("replicates")) {
+      s.replicates = get_int(q, "quick", "replicates", s.replicates, 1, 1000);
+      q.erase("replicates");
+    }
+    base.merge_patch(q);
   }
-  if (!j.at("runs").is_array() || j.at("runs").empty())
+  s.replicate_seed_stride =
+      std::uint64_t(get_int(j, "", "replicate_seed_stride", 1000, 1, 1000000000));
+  if (!j.contains("runs") || !j.at("runs").is_array() || j.at("runs").empty())
     throw ConfigError("runs", "must be a non-empty array of run objects");
   std::set<std::string> names;
   for (std::size_t i = 0; i < j.at("runs").size(); ++i) {
@@ -179,6 +321,21 @@ StudyConfig parse_study_config(const json& j, bool quick) {
     s.runs.push_back(parse_train_config(merged, p));
     if (!names.insert(s.runs.back().name).second)
       throw ConfigError(p + ".name", "duplicate run name \"" + s.runs.back().name + "\"");
+  }
+  if (s.replicates > 1) {
+    // Replicate r moves every seed by r * stride: the stride must exceed the spread of the runs'
+    // seeds, else a replicate would reuse another run's seed and not be fresh.
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+    for (const TrainConfig& c : s.runs)
+      for (std::uint64_t v : {c.seed, c.data_seed}) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    if (s.replicate_seed_stride <= hi - lo)
+      throw ConfigError("replicate_seed_stride",
+                        std::to_string(s.replicate_seed_stride) +
+                            " is not larger than the spread of the runs' seeds and data seeds (" +
+                            std::to_string(hi - lo) + "): replicates would reuse seeds; raise it");
   }
   std::set<std::string> pair_names;
   if (j.contains("pairs")) {

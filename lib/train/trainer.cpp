@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "experiment/policy_json.hpp"
@@ -100,6 +102,17 @@ RunResult train_run(const TrainConfig& cfg, const Corpus& corpus, const RunOptio
     if (!csv) throw std::runtime_error("cannot write " + (options.out_dir / "loss.csv").string());
     csv << "step,loss,lr,loss_scale,grad_norm,skipped,seconds\n";
   }
+  for (int s : options.capture_steps)
+    if (s < 0 || s >= cfg.steps)
+      throw std::invalid_argument("run " + cfg.name + ": capture step " + std::to_string(s) +
+                                  " is outside [0, " + std::to_string(cfg.steps) + ")");
+  if (!options.capture_steps.empty() && !write)
+    throw std::invalid_argument("captures need an output folder");
+  const std::set<int> shadow_steps(cfg.shadow_steps.begin(), cfg.shadow_steps.end());
+  const std::set<int> capture_steps(options.capture_steps.begin(), options.capture_steps.end());
+  std::optional<InModelLog> in_model_log;
+  if (write && !cfg.shadows.empty())
+    in_model_log.emplace(options.out_dir / "in_model.csv", cfg.name, cfg.replicate);
   snapshot(0);
 
   for (int step = 0; step < cfg.steps; ++step) {
@@ -107,7 +120,25 @@ RunResult train_run(const TrainConfig& cfg, const Corpus& corpus, const RunOptio
     model.zero_grad();
     StepLog log;
     log.step = step;
-    log.loss = model.forward(batch.inputs, batch.targets, cfg.model.context, num);
+    // The tap exists only on the steps that asked for it: every other step runs exactly the code
+    // it runs without shadows. It reads the layer's tensors and writes only its own.
+    const bool shadow_now = !cfg.shadows.empty() && shadow_steps.count(step);
+    const bool capture_now = capture_steps.count(step) > 0;
+    const AttentionTap tap = [&](const AttentionCall& call) {
+      const auto start = std::chrono::steady_clock::now();
+      if (capture_now)
+        write_capture(capture_path(options.out_dir, step, call.layer), step, call, cfg);
+      if (shadow_now) {
+        const std::vector<InModelRow> rows = in_model_rows(step, call, cfg);
+        if (in_model_log) in_model_log->write(rows);
+        for (const InModelRow& r : rows)
+          if (r.head < 0) result.in_model.push_back(r);
+      }
+      result.shadow_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    log.loss = model.forward(batch.inputs, batch.targets, cfg.model.context, num,
+                             shadow_now || capture_now ? &tap : nullptr);
     log.lr = opt.lr_at(step);
     log.loss_scale = scale;
     model.backward(scale, num);

@@ -6,6 +6,9 @@
 //   snapshots/step_NNNNNN.safetensors  every parameter after NNNNNN updates (step 0 = the init),
 //                                  F32 (F64 for fp64 training), written atomically
 //   run.json                       the resolved config and provenance, written at the end
+//   in_model.csv                   with "shadow" variants: deviation inside the model at the
+//                                  shadow steps (in_model.hpp), flushed per attention call
+//   captures/step_NNNNNN/layer_L.safetensors  Q, K, V at the capture steps (in_model.hpp)
 #pragma once
 
 #include <filesystem>
@@ -15,6 +18,7 @@
 
 #include "io/tensor_file.hpp"
 #include "train/corpus.hpp"
+#include "train/in_model.hpp"
 #include "train/train_config.hpp"
 
 namespace attndev::train {
@@ -33,12 +37,16 @@ struct RunOptions {
   std::filesystem::path out_dir;                 // empty: write nothing (tests)
   int threads = 1;                               // attention threads; results do not depend on it
   std::function<void(const StepLog&)> progress;  // called every step
+  std::vector<int> capture_steps;                // write Q, K, V of every layer at these steps
+                                                 // (needs out_dir; each in [0, steps))
 };
 
 struct RunResult {
   std::vector<StepLog> log;
   std::vector<int> snapshot_steps;
   std::vector<io::NamedTensor> final_weights;  // in Model::params() order
+  std::vector<InModelRow> in_model;            // the "all"-heads rows of every shadow step
+  double shadow_seconds = 0;                   // time spent in shadows and captures
   int skipped_steps = 0;
   double seconds = 0;
 };

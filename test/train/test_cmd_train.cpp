@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -62,26 +64,79 @@ TEST_CASE("attndev train --quick runs the weight study end to end", "[train][cli
                                (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
   INFO(r.err);
   REQUIRE(r.code == 0);
-  for (const char* f : {"summary.md", "weights_comparison.csv", "ratios.csv", "study.json",
-                        "flash2-bf16-s1/loss.csv", "baseline-fp16-s1/run.json"})
+  // The quick form keeps the full form's 3 replicates: rep0..rep2, each with every run.
+  for (const char* f :
+       {"summary.md", "weights_comparison.csv", "ratios.csv", "ratio_stats.csv", "pair_stats.csv",
+        "in_model.csv", "study.json", "rep0/flash2-bf16-s1/loss.csv",
+        "rep2/baseline-fp16-s1/run.json", "rep1/flash2-bf16-s1/in_model.csv"})
     CHECK(fs::exists(out / f));
   const auto rows = attndev::io::parse_csv(slurp(out / "weights_comparison.csv"));
   REQUIRE(rows.size() > 1);
-  int flash_all = 0;
+  REQUIRE(rows[0].size() == 11);
+  CHECK(rows[0][1] == "replicate");
+  std::map<std::string, int> flash_all;  // replicate -> rows
+  std::set<std::string> seeds;
   for (const auto& row : rows)
-    if (row.size() == 8 && row[1] == "flash" && row[5] == "all") {
-      ++flash_all;
+    if (row.size() == 11 && row[2] == "flash" && row[8] == "all") {
+      ++flash_all[row[1]];
+      seeds.insert(row[6]);
       // Identical inits at step 0; afterwards the two attention algorithms must have diverged.
       if (row[0] == "0")
-        CHECK(std::stod(row[6]) == 0.0);
+        CHECK(std::stod(row[9]) == 0.0);
       else
-        CHECK(std::stod(row[6]) > 0.0);
+        CHECK(std::stod(row[9]) > 0.0);
     }
-  CHECK(flash_all == 4);  // steps 0, 10, 20, 30 of the quick form
+  CHECK(flash_all == std::map<std::string, int>{{"0", 4}, {"1", 4}, {"2", 4}});  // steps 0..30
+  CHECK(seeds == std::set<std::string>{"1", "1001", "2001"});  // a fresh seed per replicate
+  // Ratios over replicates: 3 finite values at steps 10, 20, 30; none at step 0 (0/0).
+  const auto stats = attndev::io::parse_csv(slurp(out / "ratio_stats.csv"));
+  int pooled = 0;
+  for (const auto& row : stats)
+    if (row.size() == 8 && row[1] == "bf16-vs-fp32 / flash" && row[2] == "all") {
+      ++pooled;
+      CHECK(row[3] == (row[0] == "0" ? "0" : "3"));
+      if (row[0] != "0") {
+        CHECK(std::stod(row[6]) <= std::stod(row[4]));  // min <= mean <= max
+        CHECK(std::stod(row[4]) <= std::stod(row[7]));
+        CHECK(std::stod(row[5]) > 0.0);  // replicates differ
+      }
+    }
+  CHECK(pooled == 4);
+  const std::string summary = slurp(out / "summary.md");
+  CHECK_THAT(summary, Catch::Contains("Replicates: 3") && Catch::Contains(" ± ") &&
+                          Catch::Contains("In-model deviation"));
   const auto snap =
-      attndev::io::read_safetensors(out / "flash2-bf16-s1/snapshots/step_000030.safetensors");
+      attndev::io::read_safetensors(out / "rep0/flash2-bf16-s1/snapshots/step_000030.safetensors");
   CHECK(snap.tensors.size() == 2 + 12 + 3);  // embeddings, one block, ln_f + head
   CHECK(snap.metadata.at("algorithm") == "flash2");
+  fs::remove_all(scratch());
+}
+
+TEST_CASE("attndev train --capture writes each layer's Q, K, V beside in_model.csv",
+          "[train][cli]") {
+  const fs::path out = scratch() / "capture";
+  fs::remove_all(out);
+  const bool have_corpus = fs::exists("/usr/share/games/fortunes/fortunes");
+  const Result r = run_attndev("train '" ATTNDEV_SOURCE_DIR
+                               "/configs/train/in-model-bf16.json' "
+                               "--steps 3 --capture 0,2 -j 2 -o '" +
+                               out.string() + "'" +
+                               (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* f : {"in_model.csv", "in_model.md", "captures/step_000000/layer_0.safetensors",
+                        "captures/step_000002/layer_1.safetensors"})
+    CHECK(fs::exists(out / f));
+  CHECK_FALSE(fs::exists(out / "captures/step_000001"));
+  const auto cap = attndev::io::read_safetensors(out / "captures/step_000002/layer_1.safetensors");
+  CHECK(cap.metadata.at("step") == "2");
+  CHECK(cap.metadata.at("layer") == "1");
+  CHECK(cap.metadata.at("policy") == "kernel-bf16");
+  REQUIRE(cap.tensors.size() == 3);
+  CHECK(cap.tensors[0].shape == std::vector<std::int64_t>{8, 4, 64, 16});  // (B, H, N, d)
+  // Shadow steps {"every": 50} of 3 steps: step 0 only; 2 layers x 5 variants x (all + 4 heads).
+  const auto rows = attndev::io::parse_csv(slurp(out / "in_model.csv"));
+  CHECK(rows.size() == 1 + 2 * 5 * 5);
   fs::remove_all(scratch());
 }
 
@@ -97,6 +152,14 @@ TEST_CASE("attndev train rejects bad input with exit 2 and writes nothing", "[tr
   r = run_attndev("train '" + kStudy + "' --text /nonexistent.txt -o '" + out.string() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("/nonexistent.txt"));
+  CHECK_FALSE(fs::exists(out));
+  r = run_attndev("train '" + kStudy + "' --quick --capture 5,30 -o '" + out.string() + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--capture 30"));
+  CHECK_FALSE(fs::exists(out));
+  r = run_attndev("train '" + kStudy + "' --quick --corpus fortune -o '" + out.string() + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("fortune") && Catch::Contains("fortunes-min"));
   CHECK_FALSE(fs::exists(out));
   fs::remove_all(scratch());
 }

@@ -44,6 +44,15 @@ TrainConfig tiny(const std::string& precision, const std::string& algorithm,
   return parse_train_config(j);
 }
 
+std::string message_of_config(const json& j) {
+  try {
+    parse_train_config(j);
+  } catch (const attndev::experiment::ConfigError& e) {
+    return e.path() + ": " + e.message();
+  }
+  return "no error";
+}
+
 RunResult quiet_run(const TrainConfig& cfg, const Corpus& corpus, int threads) {
   RunOptions o;
   o.threads = threads;
@@ -188,4 +197,81 @@ TEST_CASE("missing corpus names the package; tiny text is rejected", "[train][co
   CHECK(make_batch(c, 7, 3, 2, 8).inputs == make_batch(c, 7, 3, 2, 8).inputs);
   CHECK(token_of('\n') == 0);
   CHECK(char_of(token_of('A')) == 'A');
+}
+
+TEST_CASE("replicate statistics: mean, sample std, range over finite values", "[train][study]") {
+  const std::vector<double> v = {1.0, 2.0, 4.0, NAN};  // the NaN (a 0/0 ratio) is not counted
+  const ReplicateStats st = replicate_stats(v);
+  CHECK(st.n == 3);
+  CHECK(st.mean == Approx(7.0 / 3.0).epsilon(1e-15));
+  // sum of squares about the mean: (4/3)^2 + (1/3)^2 + (5/3)^2 = 42/9, over n - 1 = 2
+  CHECK(st.std == Approx(std::sqrt(42.0 / 18.0)).epsilon(1e-15));
+  CHECK(st.min == 1.0);
+  CHECK(st.max == 4.0);
+  const std::vector<double> one = {5.0};
+  CHECK(std::isnan(replicate_stats(one).std));  // no spread from one value
+  const std::vector<double> none = {NAN};
+  CHECK(replicate_stats(none).n == 0);
+}
+
+TEST_CASE("replicates: fresh seeds with the same roles, quick may shrink them", "[train][config]") {
+  using attndev::experiment::ConfigError;
+  json study = {{"replicates", 3},
+                {"base", {{"seed", 1}, {"data_seed", 0}}},
+                {"runs", {{{"name", "a"}}, {{"name", "b"}, {"seed", 2}}}},
+                {"pairs", {{{"name", "seed"}, {"kind", "seed"}, {"a", "a"}, {"b", "b"}}}},
+                {"quick", {{"replicates", 2}, {"steps", 3}}}};
+  StudyConfig s = parse_study_config(study, /*quick=*/false);
+  CHECK(s.replicates == 3);
+  CHECK(s.replicate_seed_stride == 1000);
+  const TrainConfig a2 = replicate_of(s.runs[0], 2, s.replicate_seed_stride);
+  const TrainConfig b2 = replicate_of(s.runs[1], 2, s.replicate_seed_stride);
+  CHECK(a2.seed == 2001);
+  CHECK(b2.seed == 2002);  // the pair still differs in the seed only
+  CHECK(a2.data_seed == 2000);
+  CHECK(b2.data_seed == 2000);
+  CHECK(a2.replicate == 2);
+  s = parse_study_config(study, /*quick=*/true);
+  CHECK(s.replicates == 2);
+  CHECK(s.runs[0].steps == 3);
+  study["replicate_seed_stride"] = 1;  // replicate 1 of "a" would be seed 2 = "b"'s seed
+  try {
+    parse_study_config(study, false);
+    FAIL("no error for a stride that reuses seeds");
+  } catch (const ConfigError& e) {
+    CHECK(e.path() == "replicate_seed_stride");
+  }
+  study["replicate_seed_stride"] = 1000;
+  study["replicates"] = 0;
+  CHECK_THROWS_AS(parse_study_config(study, false), ConfigError);
+  CHECK(run_folder("/o", 1, 0, "a") == "/o/a");
+  CHECK(run_folder("/o", 3, 2, "a") == "/o/rep2/a");
+}
+
+TEST_CASE("named corpora: fortunes-min by default, the full fortunes package on request",
+          "[train][corpus]") {
+  CHECK(find_corpus("fortunes-min") != nullptr);
+  CHECK(find_corpus("fortune") == nullptr);
+  try {
+    load_corpus("", "fortune");
+    FAIL("no error for an unknown corpus");
+  } catch (const CorpusError& e) {
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("fortunes-min") && Catch::Contains("fortunes"));
+  }
+  CHECK_THAT(message_of_config({{"corpus", "fortunes-max"}}), Catch::Contains("corpus"));
+  CHECK_THAT(message_of_config({{"corpus", "fortunes"}, {"text", "/x"}}),
+             Catch::Contains("corpus"));
+  // The full package is what scripts/setup.sh installs for the paper study; without it this
+  // fails, naming the package (install it with scripts/setup.sh).
+  Corpus full;
+  try {
+    full = load_corpus("", "fortunes");
+  } catch (const CorpusError& e) {
+    FAIL(e.what());
+  }
+  INFO(full.source.substr(0, 200));
+  CHECK(full.tokens.size() > 2000000);  // about 2.5 MB of text
+  const Corpus min = test_corpus();
+  CHECK(full.tokens.size() > 20 * min.tokens.size());
 }
