@@ -72,7 +72,10 @@ def draw(ax, series, log=True):
         steps = [p[0] for p in points]
         means = [p[1] for p in points]
         stds = [p[2] if math.isfinite(p[2]) else 0.0 for p in points]
-        line = ax.errorbar(steps, means, yerr=stds, marker="o", markersize=3, capsize=3,
+        # On a log axis a lower bar reaching <= 0 cannot be drawn: that half is left out (the
+        # band still shows the smallest replicate).
+        lower = [s if (not log or m - s > 0) else 0.0 for m, s in zip(means, stds)]
+        line = ax.errorbar(steps, means, yerr=[lower, stds], marker="o", markersize=3, capsize=3,
                            label=label)
         lo = [p[3] for p in points]
         hi = [p[4] for p in points]
@@ -133,15 +136,24 @@ def main():
     axes[0][1].set_title(f"max |diff| between runs ({args.tensor}){suffix}", fontsize=10)
     draw(axes[1][0], stats_series(ratios, lambda r: r["ratio_name"]))
     axes[1][0].set_title(f"W1 ratios{suffix}; band: min-max", fontsize=10)
+    if replicates > 1:
+        fig.text(0.5, 0.005, "error bars: one sample std (on log axes the lower half is left out "
+                 "where it would reach 0); bands: min-max over replicates", ha="center", fontsize=8)
     ax = axes[1][1]
+    colors = {}
     for label, path in loss_files(args.out_dir):
+        run = os.path.basename(label)  # rep<r>/<run> -> <run>: one color and label per run
         loss = read_csv(path)
-        ax.plot([int(r["step"]) for r in loss], [as_float(r["loss"]) for r in loss], label=label,
-                linewidth=0.7)
+        first = run not in colors
+        lines = ax.plot([int(r["step"]) for r in loss], [as_float(r["loss"]) for r in loss],
+                        label=run if first else None, linewidth=0.6, alpha=0.8,
+                        color=colors.get(run))
+        colors.setdefault(run, lines[0].get_color())
     ax.set_xlabel("training step")
     ax.set_ylabel("cross entropy (nats)")
-    ax.set_title("training loss", fontsize=10)
-    ax.legend(fontsize=6, ncol=2 if replicates > 1 else 1)
+    ax.set_title("training loss" + (f" ({replicates} replicates per run)" if replicates > 1
+                                    else ""), fontsize=10)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     output = args.output or os.path.join(args.out_dir, "weights.png")
     fig.savefig(output, dpi=120)
