@@ -158,7 +158,7 @@ TEST_CASE("attention layer gradient, baseline and flash2 backward", "[train][gra
   for (const at::Algorithm alg : {at::Algorithm::baseline, at::Algorithm::flash2}) {
     std::mt19937_64 rng(14);
     INFO("seed 14, algorithm " << at::algorithm_name(alg));
-    AttentionLayer attn("attn", 6, 2);
+    AttentionLayer attn("attn", /*index=*/0, 6, 2);
     for (Param* p : {&attn.qkv.weight, &attn.qkv.bias, &attn.proj.weight, &attn.proj.bias})
       randomize(*p, rng, 0.6);
     Mat x = random_mat(2 * 5, 6, rng);  // B=2, T=5 (odd: tiles 2x3 leave tails)
