@@ -18,8 +18,9 @@
 #include "attention/attention.hpp"
 #include "commands.hpp"
 #include "experiment/inputs.hpp"
-#include "experiment/policy_json.hpp"
-#include "experiment/suggest.hpp"
+#include "io/provenance.hpp"
+#include "config/policy_json.hpp"
+#include "config/suggest.hpp"
 #include "numerics/format.hpp"
 #include "version.hpp"
 
@@ -59,8 +60,8 @@ inline attention::Algorithm parse_algorithm_arg(std::string_view text, std::stri
   if (attention::parse_algorithm(text, a)) return a;
   const auto names = algorithm_names();
   throw UsageError(std::string(flag) + ": unknown algorithm \"" + std::string(text) + "\"" +
-                   experiment::did_you_mean(text, names) + "; valid: " +
-                   experiment::join_names(names) + " (see `attndev list algorithms`)");
+                   config::did_you_mean(text, names) + "; valid: " + config::join_names(names) +
+                   " (see `attndev list algorithms`)");
 }
 
 // A preset name ("kernel-bf16") or a JSON object ('{"base":"kernel-bf16","prob":"fp32"}').
@@ -81,7 +82,7 @@ inline numerics::PrecisionPolicy parse_policy_arg(std::string_view text, std::st
   }
   numerics::PrecisionPolicy policy;
   std::string error;
-  if (!experiment::parse_policy(value, policy, error))
+  if (!config::parse_policy(value, policy, error))
     throw UsageError(std::string(flag) + ": " + error);
   return policy;
 }
@@ -95,11 +96,9 @@ inline experiment::Distribution parse_distribution_arg(std::string_view text,
   return d;
 }
 
+// Every field of io::collect_provenance(), the one builder, for --json outputs.
 inline nlohmann::json provenance_json() {
-  return {{"tool", "attndev"},
-          {"version", version_string()},
-          {"git_revision", git_revision()},
-          {"compiler", compiler_string()}};
+  return nlohmann::json::parse(io::to_json(io::collect_provenance()).dump());
 }
 
 // Columns padded to their widest cell; the first column left-aligned (labels), others right

@@ -9,7 +9,7 @@
 
 #include "cli_util.hpp"
 #include "commands.hpp"
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 #include "numerics/policy.hpp"
 
 #if ATTNDEV_HAVE_CUDA
@@ -82,7 +82,7 @@ nlohmann::json presets_json() {
   for (const numerics::PolicyPreset& p : numerics::kPolicyPresets)
     out.push_back({{"name", p.name},
                    {"description", p.description},
-                   {"stages", experiment::policy_stages_json(p.policy)}});
+                   {"stages", config::policy_stages_json(p.policy)}});
   return out;
 }
 
@@ -170,8 +170,8 @@ void run_list(const ListArgs& args) {
     for (std::string_view s : kSections) known = known || s == args.section;
     if (!known)
       throw UsageError("list: unknown section \"" + args.section + "\"" +
-                       experiment::did_you_mean(args.section, kSections) +
-                       "; valid: " + experiment::join_names(kSections));
+                       config::did_you_mean(args.section, kSections) +
+                       "; valid: " + config::join_names(kSections));
   }
   const auto wanted = [&](std::string_view s) { return args.section.empty() || args.section == s; };
   if (args.json) {

@@ -23,7 +23,7 @@ void add_merge_command(CLI::App& app) {
   cmd->callback([dir] {
     experiment::MergeReport r;
     try {
-      r = experiment::merge_results(*dir, invocation_provenance());
+      r = experiment::merge_results(*dir, io::collect_provenance());
     } catch (const experiment::OutputDirError& e) {
       throw UsageError(e.what());
     }

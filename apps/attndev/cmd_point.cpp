@@ -17,7 +17,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/inputs.hpp"
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 #include "metrics/deviation.hpp"
 
 #if ATTNDEV_HAVE_CUDA
@@ -127,7 +127,7 @@ void run_point(const PointArgs& a) {
   } else {
     constexpr std::string_view kPlacements[] = {"scores", "query"};
     throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"" +
-                     experiment::did_you_mean(a.scale_on, kPlacements) + "; valid: scores, query");
+                     config::did_you_mean(a.scale_on, kPlacements) + "; valid: scores, query");
   }
   options.causal = a.causal;
   options.block_r = a.br;
@@ -193,11 +193,11 @@ void run_point(const PointArgs& a) {
     const nlohmann::json out = {
         {"point",
          {{"algorithm", algo_name},
-          {"policy", experiment::policy_to_json(policy)},
-          {"policy_label", experiment::policy_label(policy)},
-          {"policy_stages", experiment::policy_stages_json(policy)},
-          {"baseline_policy", experiment::policy_to_json(baseline_policy)},
-          {"baseline_policy_stages", experiment::policy_stages_json(baseline_policy)},
+          {"policy", config::policy_to_json(policy)},
+          {"policy_label", config::policy_label(policy)},
+          {"policy_stages", config::policy_stages_json(policy)},
+          {"baseline_policy", config::policy_to_json(baseline_policy)},
+          {"baseline_policy_stages", config::policy_stages_json(baseline_policy)},
           {"batch", shape.batch},
           {"heads", shape.heads},
           {"seq_q", shape.seq_q},
@@ -224,8 +224,8 @@ void run_point(const PointArgs& a) {
   std::printf(
       "point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
       "causal=%s scale-on=%s dist=%s seed=%llu\n",
-      algo_name.c_str(), experiment::policy_label(policy).c_str(),
-      experiment::policy_label(baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
+      algo_name.c_str(), config::policy_label(policy).c_str(),
+      config::policy_label(baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
       shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no", a.scale_on.c_str(),
       dist.describe().c_str(), static_cast<unsigned long long>(a.seed));
   std::printf(

@@ -30,10 +30,10 @@ void add_report_command(CLI::App& app) {
       const experiment::Config config = experiment::read_manifest_config(dir);
       const experiment::Plan plan = experiment::make_plan(config);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
-      experiment::write_result_tables(dir, config, plan, stored, invocation_provenance());
+      experiment::write_result_tables(dir, config, plan, stored, io::collect_provenance());
       if (!args->quiet_summary)
         std::fputs(
-            experiment::summary_markdown(config, plan, stored, invocation_provenance()).c_str(),
+            experiment::summary_markdown(config, plan, stored, io::collect_provenance()).c_str(),
             stdout);
       std::fprintf(stderr, "%s: %zu of %zu points, %zu rows (%zu duplicate rows ignored)\n",
                    args->dir.c_str(), stored.done_points.size(), plan.points.size(),

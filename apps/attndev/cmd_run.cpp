@@ -108,7 +108,7 @@ void add_run_command(CLI::App& app) {
     options.shard_count = shard.count;
     options.threads = args->threads;
     options.force_new = args->force_new;
-    options.provenance = invocation_provenance();
+    options.provenance = io::collect_provenance();
     options.config_text = loaded.text;
     options.stop_requested = [] { return g_stop_signal != 0; };
     experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, args->log_interval);

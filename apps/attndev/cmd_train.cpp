@@ -16,13 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/config.hpp"
 #include "io/atomic_file.hpp"
 #include "io/provenance.hpp"
 #include "train/study.hpp"
-#include "version.hpp"
 
 namespace attndev::app {
 namespace {
@@ -47,15 +47,6 @@ void prepare_out_dir(const std::filesystem::path& out, bool force) {
     throw UsageError("output folder " + out.string() +
                      " is not empty: pass --force to overwrite its runs, or -o another folder");
   std::filesystem::create_directories(out);
-}
-
-nlohmann::json provenance_json() {
-  io::Provenance p;
-  p.tool_version = version_string();
-  p.git_revision = git_revision();
-  p.compiler = compiler_string();
-  io::collect_host(p);
-  return nlohmann::json::parse(io::to_json(p).dump());
 }
 
 void progress_line(const std::string& run, const train::StepLog& l, int every, int total) {

@@ -1,5 +1,5 @@
 // Helpers shared by the experiment commands (run, validate, plan, report, compare, merge):
-// config loading with errors mapped to exit 2, provenance of this invocation, --shard parsing.
+// config loading with errors mapped to exit 2, --shard parsing.
 // Header-only: apps/attndev/CMakeLists.txt compiles only main.cpp, version.cpp and cmd_*.cpp.
 #pragma once
 
@@ -13,7 +13,6 @@
 #include "experiment/config.hpp"
 #include "experiment/results_store.hpp"
 #include "io/provenance.hpp"
-#include "version.hpp"
 
 namespace attndev::app {
 
@@ -33,36 +32,6 @@ inline LoadedConfig load_config_or_usage(const std::string& path,
   } catch (const experiment::ConfigError& e) {
     throw UsageError(path + (e.path().empty() ? "" : ": " + e.path()) + ": " + e.message());
   }
-}
-
-// The command line as the kernel saw it (main() does not hand argv to the commands).
-inline std::string own_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  std::string cur;
-  for (char c : raw) {
-    if (c == '\0') {
-      args.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) args.push_back(cur);
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  return io::quote_command_line(static_cast<int>(argv.size()), argv.data());
-}
-
-inline io::Provenance invocation_provenance() {
-  io::Provenance p;
-  p.tool_version = version_string();
-  p.git_revision = git_revision();
-  p.compiler = compiler_string();
-  p.command_line = own_command_line();
-  io::collect_host(p);
-  return p;
 }
 
 struct ShardSpec {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "experiment/suggest.hpp"
+#include "config/suggest.hpp"
 #include "exit_codes.hpp"
 #include "version.hpp"
 
@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
         names.push_back(sub->get_name());
       const std::vector<std::string_view> views(names.begin(), names.end());
       std::fprintf(stderr, "attndev: error: unknown command '%s'%s\ncommands: %s\n", argv[1],
-                   attndev::experiment::did_you_mean(argv[1], views).c_str(),
-                   attndev::experiment::join_names(views).c_str());
+                   attndev::config::did_you_mean(argv[1], views).c_str(),
+                   attndev::config::join_names(views).c_str());
       return kExitUsage;
     }
     app.exit(e);

@@ -1,13 +1,16 @@
 #include "version.hpp"
 
+#include "io/provenance.hpp"
+
 namespace attndev::app {
+// The identity is compiled into lib/io (io::collect_provenance), the one place it is defined.
 const char* version_string() {
-  return ATTNDEV_VERSION;
+  return io::tool_version();
 }
 const char* git_revision() {
-  return ATTNDEV_GIT_REV;
+  return io::git_revision();
 }
 const char* compiler_string() {
-  return ATTNDEV_COMPILER;
+  return io::compiler_name();
 }
 }  // namespace attndev::app

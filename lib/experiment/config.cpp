@@ -6,19 +6,15 @@
 #include <set>
 #include <sstream>
 
+#include "config/keys.hpp"
+#include "config/policy_json.hpp"
+#include "config/suggest.hpp"
 #include "experiment/inputs.hpp"
-#include "experiment/policy_json.hpp"
 #include "experiment/stable_hash.hpp"
-#include "experiment/suggest.hpp"
 
 namespace attndev::experiment {
 
 using nlohmann::json;
-
-ConfigError::ConfigError(std::string path, std::string message)
-    : std::runtime_error(path.empty() ? message : path + ": " + message),
-      path_(std::move(path)),
-      message_(std::move(message)) {}
 
 const char* backend_name(Backend b) {
   return b == Backend::cpu ? "cpu" : "cuda";
@@ -45,38 +41,15 @@ constexpr std::string_view kScalePlacements[] = {"scores", "query"};
 constexpr std::string_view kNumericAxes[] = {"batch",    "heads",   "seq_len", "seq_len_kv",
                                              "head_dim", "block_r", "block_c"};
 
-std::string type_name(const json& v) {
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  return "null";
-}
+using config::check_keys;
+using config::did_you_mean;
+using config::join_names;
+using config::parse_policy;
+using config::policy_label;
+using config::type_name;
 
-std::string join(std::string_view prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : std::string(prefix) + "." + std::string(key);
-}
 std::string at(std::string_view prefix, std::size_t i) {
-  return std::string(prefix) + "[" + std::to_string(i) + "]";
-}
-
-bool is_comment_key(const std::string& key) {
-  return !key.empty() && key[0] == '_';
-}
-
-// Unknown keys are the commonest config bug (a typo silently ignored means a sweep that ran with
-// the default), so every object is checked against its schema.
-void check_keys(const json& object, std::string_view path,
-                std::span<const std::string_view> valid) {
-  for (const auto& [key, value] : object.items()) {
-    if (is_comment_key(key)) continue;
-    if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
-    throw ConfigError(join(path, key), "unknown key \"" + key + "\"" + did_you_mean(key, valid) +
-                                           "; valid keys: " + join_names(valid) +
-                                           " (keys starting with _ are comments)");
-  }
+  return config::index_path(prefix, i);
 }
 
 const json& require_type(const json& v, std::string_view path, bool ok, std::string_view wanted) {

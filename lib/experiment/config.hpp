@@ -15,20 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.hpp"
+#include "config/error.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::experiment {
 
-class ConfigError : public std::runtime_error {
- public:
-  ConfigError(std::string path, std::string message);
-  const std::string& path() const { return path_; }
-  const std::string& message() const { return message_; }
-
- private:
-  std::string path_;
-  std::string message_;
-};
+// Configs throw config::ConfigError (lib/config), the error type of every JSON config.
+using config::ConfigError;
 
 // The axes a config may sweep, in canonical order. Plans iterate with the last axis fastest, so
 // tile sizes (which only flash variants depend on) vary innermost, next to points sharing inputs.

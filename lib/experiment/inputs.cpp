@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "experiment/philox.hpp"
-#include "experiment/suggest.hpp"
+#include "config/suggest.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::experiment {
 
 namespace {
+
+using config::did_you_mean;
+using config::join_names;
 
 // Counter layout: (col, row, h, b | tensor << 24 | draw << 28). Every coordinate has its own bits,
 // so no two (tensor, b, h, row, col, draw) tuples share a counter, and the layout does not depend

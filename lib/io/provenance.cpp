@@ -5,6 +5,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iterator>
+#include <vector>
+
+#ifndef ATTNDEV_VERSION
+#error "lib/io/CMakeLists.txt defines ATTNDEV_VERSION, ATTNDEV_GIT_REV and ATTNDEV_COMPILER"
+#endif
 
 namespace attndev::io {
 
@@ -30,7 +36,38 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
+// The command line as the kernel saw it: main() need not hand argv to every library that writes
+// a result.
+std::string own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::string current;
+  for (char c : raw) {
+    if (c == '\0') {
+      args.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) args.push_back(current);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return quote_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
 }  // namespace
+
+const char* tool_version() {
+  return ATTNDEV_VERSION;
+}
+const char* git_revision() {
+  return ATTNDEV_GIT_REV;
+}
+const char* compiler_name() {
+  return ATTNDEV_COMPILER;
+}
 
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
@@ -41,15 +78,21 @@ std::string utc_now_iso8601() {
   return buffer;
 }
 
-void collect_host(Provenance& p) {
+Provenance collect_provenance() {
+  Provenance p;
+  p.tool_version = tool_version();
+  p.git_revision = git_revision();
+  p.compiler = compiler_name();
+  p.command_line = own_command_line();
   p.cpu_model = cpu_model_name();
-  if (p.gpu.empty()) p.gpu = "none";
+  p.gpu = "none";
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) p.hostname = host;
   p.time_utc = utc_now_iso8601();
   p.slurm_job_id = env_or_empty("SLURM_JOB_ID");
   p.slurm_array_job_id = env_or_empty("SLURM_ARRAY_JOB_ID");
   p.slurm_array_task_id = env_or_empty("SLURM_ARRAY_TASK_ID");
+  return p;
 }
 
 Json to_json(const Provenance& p) {

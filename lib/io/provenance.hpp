@@ -1,7 +1,10 @@
 // Where a result came from: the tool, the machine, the command, the job.
 //
-// lib/ must not depend on apps/, so the command fills the tool fields (version, git revision,
-// compiler, command line) and collect_host() fills what the library can see for itself.
+// One builder, collect_provenance(), fills every field, and every result attndev writes carries
+// its to_json(): results.jsonl "run" records, results.json, summary.md, `point --json`,
+// `bench --json`, `list --json`, training records, tensor dumps and `match` output. The tool
+// identity (version, git revision, compiler) is compiled into this file (lib/io/CMakeLists.txt),
+// so no caller has to pass it in and no output can leave it out.
 #pragma once
 
 #include <string>
@@ -24,9 +27,15 @@ struct Provenance {
   std::string slurm_array_task_id;
 };
 
-// Fills cpu_model, gpu ("none" unless already set), hostname, time_utc and the SLURM ids from the
-// environment; leaves the tool fields alone.
-void collect_host(Provenance& provenance);
+// Every field: tool identity, this process's command line (/proc/self/cmdline, shell-quoted),
+// CPU model, gpu ("none": a CUDA backend that reports its device overwrites it), hostname,
+// the time now and the SLURM ids of the environment.
+Provenance collect_provenance();
+
+// The compiled-in tool identity alone (for --version and tables).
+const char* tool_version();   // "0.1.0"
+const char* git_revision();   // short hash at configure time, or "unknown"
+const char* compiler_name();  // e.g. "GNU 12.2.0"
 
 std::string utc_now_iso8601();
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 #include "io/csv.hpp"
 #include "io/json_values.hpp"
 #include "io/safetensors.hpp"
@@ -149,7 +149,7 @@ void InModelLog::write(const std::vector<InModelRow>& rows) {
                             r.variant,
                             r.driver ? "driver" : "shadow",
                             attention::algorithm_name(r.algorithm),
-                            experiment::policy_label(r.policy),
+                            config::policy_label(r.policy),
                             std::to_string(r.block_r),
                             std::to_string(r.block_c),
                             std::to_string(g.count),
@@ -202,8 +202,8 @@ void write_capture(const std::filesystem::path& path, int step, const AttentionC
       {"data_seed", std::to_string(cfg.data_seed)},
       {"precision", precision_name(cfg.precision)},
       {"algorithm", attention::algorithm_name(cfg.algorithm)},
-      {"policy", experiment::policy_label(cfg.policy)},
-      {"policy_stages", experiment::policy_stages_json(cfg.policy).dump()},
+      {"policy", config::policy_label(cfg.policy)},
+      {"policy_stages", config::policy_stages_json(cfg.policy).dump()},
       {"block_r", std::to_string(call.options.block_r)},
       {"block_c", std::to_string(call.options.block_c)},
       {"causal", call.options.causal ? "true" : "false"},

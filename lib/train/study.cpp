@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
 #include "io/safetensors.hpp"
@@ -117,7 +117,7 @@ nlohmann::json run_json(const TrainConfig& cfg, const RunResult& r, const Corpus
   j["data_seed"] = cfg.data_seed;
   j["precision"] = precision_name(cfg.precision);
   j["algorithm"] = attention::algorithm_name(cfg.algorithm);
-  j["policy"] = experiment::policy_stages_json(cfg.policy);
+  j["policy"] = config::policy_stages_json(cfg.policy);
   j["corpus"] = corpus.source;
   j["corpus_chars"] = corpus.tokens.size();
   j["steps"] = cfg.steps;
@@ -131,7 +131,7 @@ nlohmann::json run_json(const TrainConfig& cfg, const RunResult& r, const Corpus
     for (const ShadowSpec& s : cfg.shadows)
       shadows.push_back({{"name", s.name},
                          {"algorithm", attention::algorithm_name(s.algorithm)},
-                         {"policy", experiment::policy_stages_json(s.policy)},
+                         {"policy", config::policy_stages_json(s.policy)},
                          {"block_r", s.block_r},
                          {"block_c", s.block_c}});
     j["shadows"] = shadows;
@@ -211,7 +211,7 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
           reps > 1 ? "replicate " + std::to_string(r + 1) + "/" + std::to_string(reps) + ": "
                    : std::string(),
           cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
-          experiment::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
+          config::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
       runs[r][cfg.name] = run_single(cfg, corpora.at(corpus_key(cfg)), options, dir);
       configs[r][cfg.name] = cfg;
       const std::string rel = std::filesystem::relative(dir, options.out_dir).generic_string();
@@ -334,11 +334,10 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
       const TrainConfig& cfg = configs[r].at(base.name);
       const RunResult& rr = runs[r].at(base.name);
       md << "| " << cfg.name << " | " << r << " | " << precision_name(cfg.precision) << " | "
-         << attention::algorithm_name(cfg.algorithm) << " | "
-         << experiment::policy_label(cfg.policy) << " | " << cfg.seed << " | " << cfg.data_seed
-         << " | " << cfg.steps << " | " << fmt(rr.log.front().loss) << " | "
-         << fmt(tail_loss(rr, 10)) << " | " << rr.skipped_steps << " | " << fmt(rr.seconds)
-         << " |\n";
+         << attention::algorithm_name(cfg.algorithm) << " | " << config::policy_label(cfg.policy)
+         << " | " << cfg.seed << " | " << cfg.data_seed << " | " << cfg.steps << " | "
+         << fmt(rr.log.front().loss) << " | " << fmt(tail_loss(rr, 10)) << " | " << rr.skipped_steps
+         << " | " << fmt(rr.seconds) << " |\n";
     }
   }
   md << "\n## W1 of all weights pooled, per snapshot step"

@@ -5,31 +5,20 @@
 #include <span>
 #include <string_view>
 
-#include "experiment/config.hpp"
+#include "config/keys.hpp"
+#include "config/policy_json.hpp"
+#include "config/suggest.hpp"
 #include "train/corpus.hpp"
-#include "experiment/policy_json.hpp"
-#include "experiment/suggest.hpp"
 
 namespace attndev::train {
 namespace {
 
-using experiment::ConfigError;
+using config::check_keys;  // the one key rule of every config: '_' keys are comments
+using config::ConfigError;
 using nlohmann::json;
 
 std::string join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-void check_keys(const json& j, const std::string& path, std::span<const std::string_view> valid) {
-  if (!j.is_object())
-    throw ConfigError(path.empty() ? "(top level)" : path, "must be a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    bool known = false;
-    for (std::string_view v : valid) known = known || v == key;
-    if (!known)
-      throw ConfigError(join(path, key), "unknown key" + experiment::did_you_mean(key, valid) +
-                                             "; valid: " + experiment::join_names(valid));
-  }
+  return config::join_path(path, key);
 }
 
 int get_int(const json& j, const std::string& path, const char* key, int fallback, int lo, int hi) {
@@ -117,19 +106,19 @@ std::vector<ShadowSpec> parse_shadows(const json& j, const std::string& path,
       for (attention::Algorithm a : attention::kEveryAlgorithm)
         valid.push_back(attention::algorithm_name(a));
       throw ConfigError(p + ".algorithm", "unknown algorithm \"" + alg + "\"" +
-                                              experiment::did_you_mean(alg, valid) +
-                                              "; valid: " + experiment::join_names(valid));
+                                              config::did_you_mean(alg, valid) +
+                                              "; valid: " + config::join_names(valid));
     }
     s.policy = c.policy;
     if (o.contains("policy")) {
       std::string error;
-      if (!experiment::parse_policy(o.at("policy"), s.policy, error))
+      if (!config::parse_policy(o.at("policy"), s.policy, error))
         throw ConfigError(p + ".policy", error);
     }
     s.block_r = get_int(o, p, "block_r", c.block_r, 1, 65536);
     s.block_c = get_int(o, p, "block_c", c.block_c, 1, 65536);
-    s.name = std::string(attention::algorithm_name(s.algorithm)) + "/" +
-             experiment::policy_label(s.policy);
+    s.name =
+        std::string(attention::algorithm_name(s.algorithm)) + "/" + config::policy_label(s.policy);
     if (s.block_r != c.block_r || s.block_c != c.block_c)
       s.name += "/" + std::to_string(s.block_r) + "x" + std::to_string(s.block_c);
     s.name = get_str(o, p, "name", s.name);
@@ -172,7 +161,7 @@ std::vector<int> parse_shadow_steps(const json& j, const std::string& path, int 
 
 std::string driver_name(const TrainConfig& cfg) {
   return std::string(attention::algorithm_name(cfg.algorithm)) + "/" +
-         experiment::policy_label(cfg.policy);
+         config::policy_label(cfg.policy);
 }
 
 TrainConfig replicate_of(const TrainConfig& run, int r, std::uint64_t stride) {
@@ -208,8 +197,8 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
     std::vector<std::string_view> valid;
     for (const NamedCorpus& n : kCorpora) valid.push_back(n.name);
     throw ConfigError(join(path, "corpus"), "unknown corpus \"" + c.corpus + "\"" +
-                                                experiment::did_you_mean(c.corpus, valid) +
-                                                "; valid: " + experiment::join_names(valid) +
+                                                config::did_you_mean(c.corpus, valid) +
+                                                "; valid: " + config::join_names(valid) +
                                                 " (or \"text\": a file)");
   }
   const std::string prec = get_str(j, path, "precision", precision_name(c.precision));
@@ -259,7 +248,7 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
                             " (the algorithms with a backward)");
     if (a.contains("policy")) {
       std::string error;
-      if (!experiment::parse_policy(a.at("policy"), c.policy, error))
+      if (!config::parse_policy(a.at("policy"), c.policy, error))
         throw ConfigError(join(p, "policy"), error);
     }
     c.block_r = get_int(a, p, "block_r", c.block_r, 1, 65536);
@@ -350,8 +339,8 @@ StudyConfig parse_study_config(const json& j, bool quick) {
       for (std::string_view k : kPairKinds) kind_ok = kind_ok || k == ps.kind;
       if (!kind_ok)
         throw ConfigError(p + ".kind", "unknown kind \"" + ps.kind + "\"" +
-                                           experiment::did_you_mean(ps.kind, kPairKinds) +
-                                           "; valid: " + experiment::join_names(kPairKinds));
+                                           config::did_you_mean(ps.kind, kPairKinds) +
+                                           "; valid: " + config::join_names(kPairKinds));
       for (const auto& [key, run] : {std::pair{"a", ps.a}, std::pair{"b", ps.b}})
         if (!names.count(run))
           throw ConfigError(p + "." + key, "\"" + run + "\" is not the name of a run in \"runs\"");

@@ -98,7 +98,7 @@ struct StudyConfig {
 // Is this JSON a study (has "runs")?
 bool is_study(const nlohmann::json& j);
 
-// Throw experiment::ConfigError naming the JSON path. `path` prefixes every error path.
+// Throw config::ConfigError naming the JSON path. `path` prefixes every error path.
 TrainConfig parse_train_config(const nlohmann::json& j, const std::string& path = "");
 // quick: merge the study's "quick" object over "base" first (the CI form).
 StudyConfig parse_study_config(const nlohmann::json& j, bool quick);

@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 #include "io/safetensors.hpp"
 #include "numerics/round.hpp"
 #include "train/optimizer.hpp"
@@ -64,7 +64,7 @@ io::TensorMetadata metadata_of(const TrainConfig& cfg, int step) {
           {"data_seed", std::to_string(cfg.data_seed)},
           {"precision", precision_name(cfg.precision)},
           {"algorithm", attention::algorithm_name(cfg.algorithm)},
-          {"policy", experiment::policy_label(cfg.policy)}};
+          {"policy", config::policy_label(cfg.policy)}};
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -126,8 +127,12 @@ TEST_CASE("attndev point --json reports both columns with every metric", "[cli]"
   CHECK(j["point"]["seq_kv"] == 45);
   CHECK(j["point"]["causal"] == true);
   CHECK(j["point"]["distribution"] == "outlier(std=10,p=0.01)");
-  for (const char* key : {"version", "git_revision", "compiler"})
+  // Every field of the one provenance builder, as results.json carries them.
+  for (const char* key :
+       {"tool_version", "git_revision", "compiler", "command_line", "cpu_model", "gpu", "hostname",
+        "time_utc", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"})
     CHECK(j["provenance"].contains(key));
+  CHECK_THAT(j["provenance"]["command_line"].get<std::string>(), Catch::Contains("point --algo"));
   for (const char* side : {"variant", "baseline"}) {
     CAPTURE(side);
     const json& m = j[side];
@@ -145,6 +150,23 @@ TEST_CASE("attndev point --json reports both columns with every metric", "[cli]"
     CHECK(m["worst_index"].get<std::int64_t>() >= 0);
     CHECK(m["cos_sim"].get<double>() > 0.99);
   }
+}
+
+TEST_CASE("bench --json and list --json carry the same provenance fields as point --json",
+          "[cli]") {
+  const json point = parse_json(run_attndev("point --n 16 --d 8 --json"));
+  const json bench =
+      parse_json(run_attndev("bench --n 64 --d 16 --algo flash2 --policy fp32 --repeats 1 --json"));
+  const json list = parse_json(run_attndev("list --json"));
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : point["provenance"].items()) keys.push_back(key);
+  REQUIRE(keys.size() == 11);
+  for (const json* j : {&bench, &list}) {
+    std::vector<std::string> other;
+    for (const auto& [key, value] : (*j)["provenance"].items()) other.push_back(key);
+    CHECK(other == keys);
+  }
+  CHECK_THAT(bench["provenance"]["command_line"].get<std::string>(), Catch::Contains("bench"));
 }
 
 TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {

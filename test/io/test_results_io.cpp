@@ -2,6 +2,8 @@
 // atomic writes, markdown escaping.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -124,10 +126,28 @@ TEST_CASE("markdown tables escape pipes and align numeric columns right", "[io][
 TEST_CASE("provenance quotes the command line so it can be pasted back", "[io][provenance]") {
   const char* argv[] = {"attndev", "run", "-a", "seq_len=[512, 1024]", "it's"};
   CHECK(quote_command_line(5, argv) == "attndev run -a 'seq_len=[512, 1024]' 'it'\\''s'");
-  Provenance p;
-  collect_host(p);
-  CHECK(!p.time_utc.empty());
+}
+
+TEST_CASE("collect_provenance fills every field, the tool identity included", "[io][provenance]") {
+  ::setenv("SLURM_ARRAY_TASK_ID", "7", 1);
+  const Provenance p = collect_provenance();
+  ::unsetenv("SLURM_ARRAY_TASK_ID");
+  CHECK(p.tool_version == tool_version());
+  CHECK_FALSE(p.tool_version.empty());
+  CHECK_FALSE(p.git_revision.empty());
+  CHECK_FALSE(p.compiler.empty());
+  // This test binary's own command line, as /proc/self/cmdline has it.
+  CHECK_THAT(p.command_line, Catch::Contains("io_test_results_io"));
+  CHECK_FALSE(p.cpu_model.empty());
+  CHECK_FALSE(p.hostname.empty());
+  CHECK(p.time_utc.size() == 20);
   CHECK(p.time_utc.back() == 'Z');
   CHECK(p.gpu == "none");
-  CHECK(to_json(p).contains("slurm_array_task_id"));
+  CHECK(p.slurm_array_task_id == "7");
+  const Json j = to_json(p);
+  for (const char* key :
+       {"tool_version", "git_revision", "compiler", "command_line", "cpu_model", "gpu", "hostname",
+        "time_utc", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"})
+    CHECK(j.contains(key));
+  CHECK(j.size() == 11);
 }

@@ -1,10 +1,11 @@
-#include "experiment/policy_json.hpp"
+#include "config/policy_json.hpp"
 
 #include <vector>
 
-#include "experiment/suggest.hpp"
+#include "config/keys.hpp"
+#include "config/suggest.hpp"
 
-namespace attndev::experiment {
+namespace attndev::config {
 
 namespace {
 
@@ -103,8 +104,13 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
     }
   }
   const auto keys = object_keys();
+  std::string bad_key;
+  if (std::string message = unknown_key_message(value, keys, bad_key); !message.empty()) {
+    error = std::move(message);
+    return false;
+  }
   for (const auto& [key, v] : value.items()) {
-    if (key == kBaseKey) continue;
+    if (key == kBaseKey || is_comment_key(key)) continue;
     if (key == kFmaKey) {
       if (!v.is_boolean()) {
         error = "\"fma\": must be true or false, got " + type_of(v);
@@ -127,12 +133,7 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
     }
     const Stage* stage = nullptr;
     for (const Stage& s : numerics::kAllStages)
-      if (key == numerics::stage_name(s)) stage = &s;
-    if (!stage) {
-      error = "unknown key \"" + key + "\"" + did_you_mean(key, keys) +
-              "; valid keys: " + join_names(keys);
-      return false;
-    }
+      if (key == numerics::stage_name(s)) stage = &s;  // found: unknown keys were refused above
     const auto formats = format_names();
     if (!v.is_string()) {
       error = "\"" + key + "\": a format name is expected (" + join_names(formats) + "), got " +
@@ -187,4 +188,4 @@ std::string policy_label(const PrecisionPolicy& policy) {
   return label + ")";
 }
 
-}  // namespace attndev::experiment
+}  // namespace attndev::config

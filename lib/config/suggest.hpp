@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace attndev::experiment {
+namespace attndev::config {
 
 // Optimal-string-alignment distance (insertions, deletions, substitutions and adjacent
 // transpositions, each costing 1), compared case-insensitively.
@@ -28,4 +28,4 @@ std::string did_you_mean(std::string_view bad, std::span<const std::string_view>
 // "a, b, c": the valid names, for "valid: ..." tails of error messages.
 std::string join_names(std::span<const std::string_view> names, std::string_view separator = ", ");
 
-}  // namespace attndev::experiment
+}  // namespace attndev::config

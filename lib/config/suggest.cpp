@@ -1,10 +1,10 @@
-#include "experiment/suggest.hpp"
+#include "config/suggest.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <vector>
 
-namespace attndev::experiment {
+namespace attndev::config {
 
 namespace {
 char lower(char c) {
@@ -78,4 +78,4 @@ std::string join_names(std::span<const std::string_view> names, std::string_view
   return out;
 }
 
-}  // namespace attndev::experiment
+}  // namespace attndev::config

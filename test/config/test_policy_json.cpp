@@ -5,8 +5,8 @@
 #include <array>
 #include <random>
 
-#include "experiment/policy_json.hpp"
-#include "experiment/suggest.hpp"
+#include "config/policy_json.hpp"
+#include "config/suggest.hpp"
 
 using namespace attndev;
 using nlohmann::json;
@@ -19,7 +19,7 @@ PrecisionPolicy parse_ok(const json& j) {
   PrecisionPolicy p;
   std::string error;
   INFO(j.dump());
-  REQUIRE(experiment::parse_policy(j, p, error));
+  REQUIRE(config::parse_policy(j, p, error));
   return p;
 }
 
@@ -28,7 +28,7 @@ std::string parse_error(const json& j) {
   p.fma = false;  // sentinel: a failed parse must not touch the output
   std::string error;
   INFO(j.dump());
-  CHECK_FALSE(experiment::parse_policy(j, p, error));
+  CHECK_FALSE(config::parse_policy(j, p, error));
   CHECK_FALSE(p.fma);
   CHECK_FALSE(error.empty());
   return error;
@@ -42,8 +42,8 @@ TEST_CASE("every preset parses by name and serializes to its name", "[policy_jso
     CAPTURE(preset.name);
     const json name = std::string(preset.name);
     CHECK(parse_ok(name) == preset.policy);
-    CHECK(experiment::policy_to_json(preset.policy) == name);
-    CHECK(experiment::policy_label(preset.policy) == preset.name);
+    CHECK(config::policy_to_json(preset.policy) == name);
+    CHECK(config::policy_label(preset.policy) == preset.name);
     CHECK(parse_ok(json{{"base", preset.name}}) == preset.policy);
     ++presets;
   }
@@ -58,11 +58,11 @@ TEST_CASE("an object overrides stages of its base", "[policy_json]") {
   expected.fma = false;
   expected.fp8_overflow = numerics::Overflow::to_nan;
   CHECK(p == expected);
-  const json j = experiment::policy_to_json(p);
+  const json j = config::policy_to_json(p);
   CHECK(j ==
         json::parse(
             R"({"base": "kernel-bf16", "prob": "fp32", "fma": false, "fp8_overflow": "nan"})"));
-  CHECK(experiment::policy_label(p) == "custom(kernel-bf16+prob=fp32+fma=false+fp8_overflow=nan)");
+  CHECK(config::policy_label(p) == "custom(kernel-bf16+prob=fp32+fma=false+fp8_overflow=nan)");
   // Aliases of parse_format are accepted; without "base" the other stages are fp64.
   const PrecisionPolicy q = parse_ok(json{{"score", "bfloat16"}, {"output", "e4m3"}});
   PrecisionPolicy golden_with = numerics::kGoldenPolicy;
@@ -90,12 +90,12 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
       p.at(numerics::kAllStages[rng() % 7]) = kFormats[rng() % kFormats.size()];
       if (rng() % 3 == 0) p.fma = !p.fma;
     }
-    const json j = experiment::policy_to_json(p);
+    const json j = config::policy_to_json(p);
     CAPTURE(trial, j.dump());
     custom += j.is_object();
     CHECK(parse_ok(j) == p);
     CHECK(parse_ok(json::parse(j.dump())) == p);  // through text, as a config file carries it
-    const json stages = experiment::policy_stages_json(p);
+    const json stages = config::policy_stages_json(p);
     CHECK(stages.size() == 9);
     CHECK(parse_ok(stages) == p);  // the spelled-out form is a valid policy object too
   }
@@ -134,14 +134,14 @@ TEST_CASE("policy errors name the problem and the valid choices", "[policy_json]
 TEST_CASE("did_you_mean suggests only plausible typos", "[suggest]") {
   constexpr std::string_view kNames[] = {"input", "score_accum", "score", "stats",
                                          "prob",  "out_accum",   "output"};
-  CHECK(experiment::edit_distance("prob", "prob") == 0);
-  CHECK(experiment::edit_distance("porb", "prob") == 1);  // a transposition is one edit
-  CHECK(experiment::edit_distance("", "abc") == 3);
-  CHECK(experiment::edit_distance("Stats", "stats") == 0);
-  CHECK(experiment::nearest_name("ouput", kNames) == std::string_view("output"));
-  CHECK(experiment::nearest_name("out_acc", kNames) == std::string_view("out_accum"));
-  CHECK_FALSE(experiment::nearest_name("completely-else", kNames).has_value());
-  CHECK(experiment::did_you_mean("xyzzy", kNames).empty());
-  CHECK(experiment::did_you_mean("scor", kNames) == " (did you mean \"score\"?)");
-  CHECK(experiment::join_names(std::span(kNames).first(3)) == "input, score_accum, score");
+  CHECK(config::edit_distance("prob", "prob") == 0);
+  CHECK(config::edit_distance("porb", "prob") == 1);  // a transposition is one edit
+  CHECK(config::edit_distance("", "abc") == 3);
+  CHECK(config::edit_distance("Stats", "stats") == 0);
+  CHECK(config::nearest_name("ouput", kNames) == std::string_view("output"));
+  CHECK(config::nearest_name("out_acc", kNames) == std::string_view("out_accum"));
+  CHECK_FALSE(config::nearest_name("completely-else", kNames).has_value());
+  CHECK(config::did_you_mean("xyzzy", kNames).empty());
+  CHECK(config::did_you_mean("scor", kNames) == " (did you mean \"score\"?)");
+  CHECK(config::join_names(std::span(kNames).first(3)) == "input, score_accum, score");
 }

@@ -11,7 +11,7 @@
 
 #include "numerics/policy.hpp"
 
-namespace attndev::experiment {
+namespace attndev::config {
 
 // On failure returns false and sets `error` to a message relative to the policy value (e.g.
 // "unknown stage \"probs\" (did you mean \"prob\"?)"); the caller prefixes the JSON path.
@@ -27,4 +27,4 @@ nlohmann::json policy_stages_json(const numerics::PrecisionPolicy& policy);
 // Short human label: the preset name or "custom(base+prob=fp32)".
 std::string policy_label(const numerics::PrecisionPolicy& policy);
 
-}  // namespace attndev::experiment
+}  // namespace attndev::config
