@@ -51,7 +51,7 @@ Inputs outlier_inputs(const Shape& s, std::uint64_t seed, nx::Format f) {
 // Golden et al. Fig. 3-4: deviation shrinks with more mantissa bits. The same inputs (exact in
 // bf16, hence in every format) go through flash2 under the FA-2 kernel policy of each format and
 // baseline under the framework math path of each format.
-TEST_CASE("deviation falls as mantissa bits grow; fp64 is at round-off", "[paper][formats]") {
+TEST_CASE("deviation falls as mantissa bits grow, and fp64 is at round-off", "[paper][formats]") {
   const std::vector<std::uint64_t> seeds = {101, 102, 103};
   const Shape s{1, 2, 192, 192, 64};
   const nx::Format formats[] = {nx::Format::bf16, nx::Format::fp16, nx::Format::fp32};

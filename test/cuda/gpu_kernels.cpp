@@ -152,7 +152,7 @@ TEST_CASE("cuBLAS baseline agrees with the emulator's baseline", "[gpu]") {
   }
 }
 
-TEST_CASE("unsupported combinations are skipped with a reason; bad shapes throw", "[gpu]") {
+TEST_CASE("unsupported combinations are skipped with a reason, bad shapes throw", "[gpu]") {
   const attention::Shape s{1, 1, 64, 64, 96};
   const attention::Inputs in = cuda::tools::random_inputs(s, kSeed, numerics::Format::bf16);
   attention::Options opt;

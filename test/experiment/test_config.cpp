@@ -67,7 +67,7 @@ TEST_CASE("the config hash ignores key order and whitespace, not values", "[conf
   CHECK(parse_config(kGood, o).hash != parse_config(kGood).hash);
 }
 
-TEST_CASE("overrides replace axes; scalars are one-value lists; bare words are strings",
+TEST_CASE("overrides replace axes, scalars are one-value lists, bare words are strings",
           "[config]") {
   const std::vector<std::string> o = {"seq_len=[512,1024]", "block_c=64",
                                       "distribution=uniform(-1,1)"};

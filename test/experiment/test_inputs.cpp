@@ -148,7 +148,7 @@ TEST_CASE("normal(mean, std) has the requested moments", "[inputs][stats]") {
     CHECK(std::fabs(experiment::sample(d, seed, TensorId::v, 0, 0, 0, c) - 0.5) <= 2.0 * cap);
 }
 
-TEST_CASE("uniform(lo, hi) has the requested moments and stays in [lo, hi)", "[inputs][stats]") {
+TEST_CASE("uniform(lo, hi) has the requested moments and stays in the half-open interval from lo to hi", "[inputs][stats]") {
   const std::uint64_t seed = 12;
   CAPTURE(seed);
   const Distribution d = parse_ok("uniform(-3,1)");

@@ -182,7 +182,7 @@ TEST_CASE("train configs: errors name the JSON path", "[train][config]") {
   CHECK(message({{"runs", {{{"name", "a"}}}}}, true) == "no error");
 }
 
-TEST_CASE("missing corpus names the package; tiny text is rejected", "[train][corpus]") {
+TEST_CASE("missing corpus names the package, tiny text is rejected", "[train][corpus]") {
   try {
     load_corpus("/nonexistent/text.txt");
     FAIL("no error for a missing text file");
