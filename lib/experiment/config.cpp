@@ -11,6 +11,7 @@
 #include "config/suggest.hpp"
 #include "experiment/inputs.hpp"
 #include "experiment/stable_hash.hpp"
+#include "io/json_depth.hpp"
 
 namespace attndev::experiment {
 
@@ -142,6 +143,8 @@ void apply_overrides(json& root, std::span<const std::string> overrides,
     if (value_text.empty())
       throw ConfigError("-a " + key,
                         "empty value; give a value or a list, e.g. -a " + key + "=[1,2]");
+    if (const auto deep = io::json_depth_error(value_text))
+      throw ConfigError("-a " + key, "value " + *deep);
     json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
     // Unquoted words (distribution=normal(0,1), scale_placement=query) are strings.
     if (value.is_discarded()) value = value_text;
@@ -498,6 +501,7 @@ int Config::ratio_reference(std::size_t v) const {
 }
 
 Config parse_config(std::string_view text, std::span<const std::string> overrides) {
+  if (const auto deep = io::json_depth_error(text)) throw ConfigError("", "the JSON is " + *deep);
   json root;
   try {
     root = json::parse(text.begin(), text.end());

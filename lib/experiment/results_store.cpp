@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "io/atomic_file.hpp"
+#include "io/json_depth.hpp"
 #include "io/jsonl.hpp"
 
 namespace attndev::experiment {
@@ -39,7 +40,12 @@ Json read_manifest_json(const fs::path& dir) {
     throw OutputDirError(dir.string() +
                          " has no run.json: it is not an attndev results folder "
                          "(or the run never started)");
-  Json manifest = Json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
+  const std::string text = io::read_file(path);
+  if (const auto deep = io::json_depth_error(text))
+    throw OutputDirError(path.string() + " is " + *deep +
+                         ": not a valid attndev manifest; move the folder away or rerun with "
+                         "--force-new");
+  Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("config_hash") ||
       !manifest.contains("config") || !manifest["config_hash"].is_string())
     throw OutputDirError(path.string() +
@@ -75,7 +81,10 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
   const fs::path path = manifest_path(dir);
   if (fs::exists(path)) {
     std::string old_hash = "?", old_name = "?";
-    Json manifest = Json::parse(io::read_file(path), nullptr, /*allow_exceptions=*/false);
+    const std::string text = io::read_file(path);
+    Json manifest = io::json_depth_error(text)
+                        ? Json()
+                        : Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (manifest.is_object() && manifest.contains("config_hash") &&
         manifest["config_hash"].is_string()) {
       old_hash = manifest["config_hash"].get<std::string>();

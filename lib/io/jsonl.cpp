@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "io/atomic_file.hpp"
+#include "io/json_depth.hpp"
 
 namespace attndev::io {
 
@@ -66,7 +67,9 @@ JsonlContents read_jsonl(const std::filesystem::path& path) {
     const std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     if (line.empty()) continue;
-    Json record = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    Json record = json_depth_error(line)
+                      ? Json(nullptr)
+                      : Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (record.is_discarded() || !record.is_object()) {
       if (out.bad_lines++ == 0) out.first_bad_line = line_number;
       continue;

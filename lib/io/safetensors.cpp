@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/json_depth.hpp"
+
 namespace attndev::io {
 
 namespace {
@@ -123,6 +125,9 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
                      std::to_string(bytes.size()) + " bytes): the file is truncated");
   }
   const unsigned char* header = bytes.data() + kLengthBytes;
+  if (const auto deep =
+          json_depth_error(std::string_view(reinterpret_cast<const char*>(header), n)))
+    fail(source, "header is " + *deep + ": corrupt file");
   // No exceptions from the parser: malformed JSON becomes a discarded value and our message.
   const nlohmann::json root = nlohmann::json::parse(header, header + n, nullptr,
                                                     /*allow_exceptions=*/false);

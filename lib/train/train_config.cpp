@@ -3,11 +3,13 @@
 #include <fstream>
 #include <set>
 #include <span>
+#include <sstream>
 #include <string_view>
 
 #include "config/keys.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
+#include "io/json_depth.hpp"
 #include "train/corpus.hpp"
 
 namespace attndev::train {
@@ -370,10 +372,15 @@ StudyConfig parse_study_config(const json& j, bool quick) {
 }
 
 json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path.string(), "cannot open the config file (does it exist?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  if (const auto deep = io::json_depth_error(text, io::kMaxJsonDepth, /*comments=*/true))
+    throw ConfigError(path.string(), "the JSON is " + *deep);
   try {
-    return json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     throw ConfigError(path.string(), std::string("is not valid JSON: ") + e.what());
   }

@@ -1,0 +1,148 @@
+// Hostile and unlucky input through the attndev binary, as a careless user or a crashed machine
+// produces it: every case ends in a clear message and a documented exit code, never a crash, a
+// hang or a lost result (issue "Reliability").
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spawn.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace attndev::test;
+
+namespace {
+
+const fs::path& work_dir() {
+  return scratch_dir("cli_reliability");
+}
+
+Result run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  return wait_for(spawn_attndev(work_dir(), args, env));
+}
+
+fs::path write_config(const std::string& name, const std::string& text) {
+  const fs::path p = work_dir() / (name + ".json");
+  write_text(p, text);
+  return p;
+}
+
+std::string nested(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+const char* kTiny = R"({
+  "name": "tiny",
+  "axes": {"seq_len": [32, 48], "head_dim": 16, "block_c": 16},
+  "variants": [
+    {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16", "baseline": true},
+    {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"}
+  ]
+})";
+
+}  // namespace
+
+TEST_CASE("JSON nested 100000 deep is refused on every input, never a stack overflow",
+          "[cli][hostile][json]") {
+  const std::string deep = nested(100000);
+  const std::string tiny_variants =
+      R"("axes": {"seq_len": [32]}, "variants": [{"algorithm": "flash2", "policy": "fp32"}])";
+
+  SECTION("a config") {
+    const fs::path cfg =
+        write_config("deep", R"({"name": "deep", "_x": )" + deep + ", " + tiny_variants + "}");
+    for (const char* command : {"validate", "run", "plan"}) {
+      std::vector<std::string> args = {command, cfg.string()};
+      if (std::string(command) == "run")
+        args.insert(args.end(), {"-o", (work_dir() / "deep_out").string()});
+      const Result r = run_cli(args);
+      INFO(command << ": " << r.err);
+      CHECK(r.signal == 0);
+      CHECK(r.code == 2);
+      CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+    }
+    CHECK_FALSE(fs::exists(work_dir() / "deep_out"));
+  }
+  SECTION("an -a override") {
+    const fs::path cfg = write_config("ok", R"({"name": "ok", )" + tiny_variants + "}");
+    const Result r = run_cli({"validate", cfg.string(), "-a", "seq_len=" + nested(60000)});
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+  }
+  SECTION("a --policy object") {
+    const Result r =
+        run_cli({"point", "--n", "16", "--d", "8", "--policy", R"({"_x": )" + nested(60000) + "}"});
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+  }
+  SECTION("a training config") {
+    const std::string text = slurp(ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json");
+    const fs::path cfg =
+        write_config("deep_train", "{\"_x\": " + deep + "," + text.substr(text.find('{') + 1));
+    const Result r = run_cli({"train", cfg.string(), "-o", (work_dir() / "deep_train").string()});
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+    CHECK_FALSE(fs::exists(work_dir() / "deep_train"));
+  }
+  SECTION("run.json and a results line of a results folder") {
+    const fs::path cfg = write_config("tiny_deep", kTiny);
+    const fs::path dir = work_dir() / "tiny_deep";
+    const Result first = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
+    INFO(first.err);
+    REQUIRE(first.code == 0);
+    // A row line that is valid JSON, nested deep inside: treated as a bad line, the folder stays
+    // usable.
+    std::string rows = slurp(dir / "results.jsonl");
+    const std::string row = rows.substr(rows.find("{\"record\":\"row\""));
+    const std::string bad_row = row.substr(0, row.find('\n') - 1) + ", \"_x\": " + deep + "}\n";
+    write_text(dir / "results.jsonl", rows + bad_row);
+    const Result rep = run_cli({"report", dir.string(), "--no-summary"});
+    INFO(rep.err);
+    CHECK(rep.signal == 0);
+    CHECK(rep.code == 0);
+    const Result again = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
+    INFO(again.err);
+    CHECK(again.signal == 0);
+    CHECK(again.code == 0);
+
+    const std::string manifest = slurp(dir / "run.json");
+    write_text(dir / "run.json",
+               manifest.substr(0, manifest.rfind('}')) + ", \"_x\": " + deep + "}\n");
+    for (const char* command : {"report", "merge"}) {
+      const Result r = run_cli({command, dir.string()});
+      INFO(command << ": " << r.err);
+      CHECK(r.signal == 0);
+      CHECK(r.code == 2);
+      CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+    }
+    const Result run = run_cli({"run", cfg.string(), "-o", dir.string()});
+    CHECK(run.signal == 0);
+    CHECK(run.code == 2);
+  }
+  SECTION("a safetensors header") {
+    const std::string header = R"({"__metadata__": {"x": "y"}, "_x": )" + deep + "}";
+    std::string file(8, '\0');
+    const std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+    file += header;
+    const fs::path st = work_dir() / "deep.safetensors";
+    write_text(st, file);
+    const Result r = run_cli({"wdist", st.string(), st.string()});
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
+  }
+}
