@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
-ctest --test-dir build/release --output-on-failure -j "${ATTNDEV_JOBS:-$(nproc)}" "$@"
+# --timeout: a hang guard for tests without their own TIMEOUT (the slowest takes seconds); a
+# regression to quadratic work (plan expansion, duplicate checks) fails here instead of stalling CI.
+ctest --test-dir build/release --output-on-failure --timeout 300 -j "${ATTNDEV_JOBS:-$(nproc)}" "$@"

@@ -108,7 +108,8 @@ void add_plan_command(CLI::App& app) {
     for (std::size_t i = 0; i < points.size() && i < args->max_points; ++i) {
       const experiment::Point& p = *points[i];
       std::vector<std::string> row = {std::to_string(p.index), p.id};
-      for (const std::string& a : plan.varying_axes) row.push_back(axis_text(p.axes[a]));
+      const nlohmann::json axes = p.axes();
+      for (const std::string& a : plan.varying_axes) row.push_back(axis_text(axes[a]));
       row.push_back(std::to_string(p.seed));
       table.add_row(row);
     }
@@ -124,8 +125,8 @@ void add_plan_command(CLI::App& app) {
       Table skipped(sh);
       for (std::size_t i = 0; i < plan.skipped.size() && i < args->max_points; ++i) {
         std::vector<std::string> row;
-        for (const std::string& a : plan.varying_axes)
-          row.push_back(axis_text(plan.skipped[i].axes[a]));
+        const nlohmann::json axes = plan.skipped[i].axes();
+        for (const std::string& a : plan.varying_axes) row.push_back(axis_text(axes[a]));
         row.push_back(plan.skipped[i].reason);
         skipped.add_row(row);
       }

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "config/keys.hpp"
 #include "config/policy_json.hpp"
@@ -181,12 +183,16 @@ std::vector<AxisValues> parse_axes(const json& root, const std::set<std::string>
       } else {
         a.values.push_back(canonical_axis_value(name, v, a.path));
       }
-      for (std::size_t i = 0; i < a.values.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j)
-          if (a.values[i] == a.values[j])
-            throw ConfigError(at(a.path, i), "duplicate value " + a.values[i].dump() +
-                                                 " (also at [" + std::to_string(j) +
-                                                 "]); it would run the same points twice");
+      // Canonical values are equal exactly when their texts are; a hash set keeps this linear
+      // (an axis may hold up to 2^20 values).
+      std::unordered_map<std::string, std::size_t> first_at;
+      for (std::size_t i = 0; i < a.values.size(); ++i) {
+        const auto [it, inserted] = first_at.emplace(a.values[i].dump(), i);
+        if (!inserted)
+          throw ConfigError(at(a.path, i), "duplicate value " + a.values[i].dump() + " (also at [" +
+                                               std::to_string(it->second) +
+                                               "]); it would run the same points twice");
+      }
     }
     out.push_back(std::move(a));
   }
@@ -349,9 +355,10 @@ std::vector<std::uint64_t> parse_trials(const json& root) {
     const json& list = t["seeds"];
     require_type(list, "trials.seeds", list.is_array(), "a list of seeds");
     if (list.empty()) throw ConfigError("trials.seeds", "empty list; give at least one seed");
+    std::unordered_set<std::uint64_t> seen;
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::uint64_t s = seed_value(list[i], at("trials.seeds", i));
-      if (std::find(seeds.begin(), seeds.end(), s) != seeds.end())
+      if (!seen.insert(s).second)
         throw ConfigError(at("trials.seeds", i), "duplicate seed " + std::to_string(s));
       seeds.push_back(s);
     }

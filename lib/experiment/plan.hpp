@@ -25,17 +25,22 @@ struct Point {
   attention::Shape shape;
   Distribution distribution;
   attention::Options options;  // causal, scale placement, tiles (threads left at 0)
-  nlohmann::json axes;         // canonical axis values (seq_len_kv resolved), sorted keys
+  // Canonical axis values (seq_len_kv resolved) as compact JSON with sorted keys: the text the id
+  // hashes. Held as text, not as a JSON object: a plan of 10^6 points would otherwise hold 10^7
+  // small allocations.
+  std::string axes_text;
   // Same for points that share Q, K, V and hence the golden and tile-independent variants:
   // everything but the tile sizes.
   std::string input_key;
 
+  nlohmann::json axes() const;   // axes_text parsed
   std::string describe() const;  // "seq_len=512 head_dim=64 block_c=64 ... seed=0"
 };
 
 struct SkippedPoint {
-  nlohmann::json axes;
+  std::string axes_text;  // as Point::axes_text
   std::string reason;
+  nlohmann::json axes() const;
 };
 
 struct Plan {

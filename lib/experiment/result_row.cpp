@@ -44,8 +44,9 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
   row["point_index"] = point.index;
   row["trial"] = point.trial;
   row["seed"] = point.seed;
+  const nlohmann::json axes = point.axes();
   for (std::string_view axis : kAxisNames)
-    row[std::string(axis)] = Json::parse(point.axes.at(std::string(axis)).dump());
+    row[std::string(axis)] = Json::parse(axes.at(std::string(axis)).dump());
   row["variant"] = variant.name;
   row["algorithm"] = attention::algorithm_name(variant.algorithm);
   row["policy"] = variant.policy_label;

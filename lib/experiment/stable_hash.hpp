@@ -12,8 +12,11 @@
 
 namespace attndev::experiment {
 
-constexpr std::uint64_t fnv1a64(std::string_view text) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+inline constexpr std::uint64_t kFnv1a64Offset = 0xcbf29ce484222325ull;
+
+// `h` continues a hash over earlier text: fnv1a64(b, fnv1a64(a)) == fnv1a64(a + b), so a text
+// built of pieces is hashed without concatenating it.
+constexpr std::uint64_t fnv1a64(std::string_view text, std::uint64_t h = kFnv1a64Offset) {
   for (char c : text) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ull;

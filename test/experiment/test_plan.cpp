@@ -4,9 +4,11 @@
 
 #include <set>
 #include <string>
+#include <unordered_set>
 
 #include "experiment/config.hpp"
 #include "experiment/plan.hpp"
+#include "experiment/stable_hash.hpp"
 
 using namespace attndev::experiment;
 
@@ -119,4 +121,75 @@ TEST_CASE("shards partition the points", "[plan]") {
   std::set<std::size_t> used;
   for (const Point& p : plan.points) used.insert(shard_of(p, 3));
   CHECK(used.size() == 3);
+}
+
+TEST_CASE("a plan of a million axis combinations expands (expansion is not quadratic)",
+          "[plan][scale]") {
+  // 1000 x 1000 combinations, a tenth of the documented limit, half of them skipped by the
+  // constraint. Expansion used to compare each combination with every earlier one and never
+  // finished at this size.
+  std::string values;
+  for (int i = 1; i <= 1000; ++i) {
+    if (i > 1) values += ',';
+    values += std::to_string(i);
+  }
+  const Plan plan = make_plan(
+      parse_config(config_text(R"({"seq_len": [)" + values + R"(], "block_c": [)" + values + "]}",
+                               R"("constraints": ["block_c <= seq_len"])")));
+  CHECK(plan.points.size() == 500500);
+  CHECK(plan.skipped.size() == 499500);
+  const Point& last = plan.points.back();
+  CHECK(last.shape.seq_q == 1000);
+  CHECK(last.options.block_c == 1000);
+  std::unordered_set<std::string> ids;
+  for (const Point& p : plan.points) ids.insert(p.id);
+  CHECK(ids.size() == plan.points.size());
+}
+
+TEST_CASE("one long axis and a long list of seeds validate (duplicate checks are not quadratic)",
+          "[plan][scale]") {
+  std::string values;
+  for (int i = 1; i <= 200000; ++i) {
+    if (i > 1) values += ',';
+    values += std::to_string(i);
+  }
+  const Config axis = parse_config(config_text(R"({"seq_len": [)" + values + "]}"));
+  CHECK(make_plan(axis).points.size() == 200000);
+  const Config seeds =
+      parse_config(config_text(R"({"seq_len": [64]})", R"("trials": {"seeds": [)" + values + "]}"));
+  CHECK(make_plan(seeds).points.size() == 200000);
+  CHECK_THROWS_WITH(parse_config(config_text(R"({"seq_len": [)" + values + ",7]}")),
+                    Catch::Contains("duplicate value 7 (also at [6])"));
+  CHECK_THROWS_WITH(parse_config(config_text(R"({"seq_len": [64]})",
+                                             R"("trials": {"seeds": [)" + values + ",5]}")),
+                    Catch::Contains("duplicate seed 5"));
+}
+
+TEST_CASE("point ids hash the canonical JSON of the axes and the seed, unchanged across versions",
+          "[plan]") {
+  // Resume and shards match points by id: an id may never change. These were computed by the
+  // JSON-object expansion of attndev 0.1.0 (the trials start at 2^64 - 2).
+  const Plan plan = make_plan(parse_config(config_text(
+      R"x({"seq_len": [128, 256], "seq_len_kv": ["seq_len", 128], "block_c": [16, 32],
+          "causal": [false, true], "distribution": ["normal(0,1)", "uniform(-1,1)"]})x",
+      R"("trials": {"count": 2, "seed": 18446744073709551614},
+         "constraints": ["block_c <= seq_len_kv"])")));
+  REQUIRE(plan.points.size() == 48);
+  CHECK(plan.skipped.size() == 8);  // seq_len_kv "seq_len" and 128 coincide at seq_len 128
+  CHECK(plan.points[0].id == "71641049e5d4c5f7");
+  CHECK(plan.points[16].id == "b094ba99920603c6");
+  CHECK(plan.points[47].id == "916ad48ed2de9b22");
+  for (const Point& p : plan.points) {
+    const nlohmann::json axes = p.axes();
+    CHECK(p.id == stable_hash_hex(nlohmann::json{{"axes", axes}, {"seed", p.seed}}.dump()));
+    nlohmann::json input_axes = axes;
+    input_axes.erase("block_r");
+    input_axes.erase("block_c");
+    CHECK(p.input_key ==
+          stable_hash_hex(nlohmann::json{{"axes", input_axes}, {"seed", p.seed}}.dump()));
+    CHECK(axes.dump() == p.axes_text);
+    CHECK(axes["seq_len_kv"].get<int>() == p.shape.seq_kv);
+    CHECK(axes["causal"].get<bool>() == p.options.causal);
+    CHECK(axes["distribution"].get<std::string>() == p.distribution.describe());
+  }
 }
