@@ -23,10 +23,6 @@ namespace attndev::app {
 
 namespace {
 
-std::string axis_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 // Seconds per FLOP of one algorithm/policy on this machine, from one small problem. The emulator's
 // cost is close to linear in FLOPs at a fixed policy, which is what the estimate assumes.
 double seconds_per_flop(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
@@ -82,15 +78,18 @@ void add_plan_command(CLI::App& app) {
     std::printf("config \"%s\" (hash %s)%s%s\n", config.name.c_str(), config.hash.c_str(),
                 config.description.empty() ? "" : ": ", config.description.c_str());
     std::printf("\nvariants (%zu):\n", config.variants.size());
-    Table variants({"name", "algorithm", "policy", "backend", "baseline", "ratio_to"});
+    Table variants({"name", "algorithm", "policy", "backend", "baseline", "ratio_to", "reference"});
     for (std::size_t v = 0; v < config.variants.size(); ++v) {
       const experiment::Variant& x = config.variants[v];
       const int ref = config.ratio_reference(v);
-      variants.add_row({x.name, attention::algorithm_name(x.algorithm), x.policy_label,
-                        experiment::backend_name(x.backend), x.baseline ? "yes" : "",
-                        ref >= 0 && static_cast<std::size_t>(ref) != v
-                            ? config.variants[static_cast<std::size_t>(ref)].name
-                            : ""});
+      const int out_ref = config.output_reference(v);
+      variants.add_row(
+          {x.name, experiment::variant_algorithm_name(x), x.policy_label,
+           experiment::backend_name(x.backend), x.baseline ? "yes" : "",
+           ref >= 0 && static_cast<std::size_t>(ref) != v
+               ? config.variants[static_cast<std::size_t>(ref)].name
+               : "",
+           out_ref >= 0 ? config.variants[static_cast<std::size_t>(out_ref)].name : ""});
     }
     variants.print(stdout, /*left_align_all=*/true);
 
@@ -108,8 +107,7 @@ void add_plan_command(CLI::App& app) {
     for (std::size_t i = 0; i < points.size() && i < args->max_points; ++i) {
       const experiment::Point& p = *points[i];
       std::vector<std::string> row = {std::to_string(p.index), p.id};
-      const nlohmann::json axes = p.axes();
-      for (const std::string& a : plan.varying_axes) row.push_back(axis_text(axes[a]));
+      for (const std::string& a : plan.varying_axes) row.push_back(p.axes.text(a));
       row.push_back(std::to_string(p.seed));
       table.add_row(row);
     }
@@ -125,8 +123,7 @@ void add_plan_command(CLI::App& app) {
       Table skipped(sh);
       for (std::size_t i = 0; i < plan.skipped.size() && i < args->max_points; ++i) {
         std::vector<std::string> row;
-        const nlohmann::json axes = plan.skipped[i].axes();
-        for (const std::string& a : plan.varying_axes) row.push_back(axis_text(axes[a]));
+        for (const std::string& a : plan.varying_axes) row.push_back(plan.skipped[i].axes.text(a));
         row.push_back(plan.skipped[i].reason);
         skipped.add_row(row);
       }
@@ -164,7 +161,7 @@ void add_plan_command(CLI::App& app) {
     }
     std::printf(
         "estimated time: %s on this machine (calibrated on one 256x256x64 problem per variant; "
-        "cuda variants not counted)\n",
+        "cuda and external variants not counted)\n",
         experiment::format_duration(seconds).c_str());
   });
 }

@@ -1,7 +1,9 @@
 // `attndev point`: one point, measured three ways on identical rounded inputs: the FP64 golden,
 // the variant (algorithm x policy) and the same-precision baseline, with every metric of the
 // variant and the baseline against the golden and their ratio (STYLE.md #8: a deviation means
-// something only next to a baseline's at the same precision).
+// something only next to a baseline's at the same precision). The variant runs through
+// experiment::run_variant, the same call `attndev run` makes, so a kernel reachable here is
+// reachable from a config and vice versa.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -11,18 +13,19 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attention/attention.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/inputs.hpp"
 #include "config/policy_json.hpp"
+#include "experiment/config.hpp"
+#include "experiment/dump.hpp"
+#include "experiment/inputs.hpp"
+#include "experiment/inputs_file.hpp"
+#include "experiment/variant_runner.hpp"
 #include "metrics/deviation.hpp"
-
-#if ATTNDEV_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
-#endif
 
 namespace attndev::app {
 
@@ -46,6 +49,9 @@ struct PointArgs {
   int threads = 0;
   bool json = false;
   std::string backend = "cpu";  // where the variant runs; golden and baseline stay on the emulator
+  std::string inputs;           // Q, K, V from this file instead of drawing them
+  std::string dump;             // write inputs, golden and outputs (safetensors) here
+  bool shape_flags_given = false;  // --n, --n-kv, --d, --batch, --heads, --dist or --seed
 };
 
 struct Timed {
@@ -97,19 +103,29 @@ std::string where(const attention::Tensor& t, std::int64_t flat) {
          std::to_string(row) + " c" + std::to_string(col) + ")";
 }
 
+// The variant as a config would name it, through the same parser, so that `point` and `run`
+// accept the same algorithms (flash2-tc included) and backends with the same messages.
+experiment::Variant variant_from_flags(const std::string& algo,
+                                       const numerics::PrecisionPolicy& policy,
+                                       const std::string& backend) {
+  const nlohmann::json v = {
+      {"algorithm", algo}, {"policy", config::policy_to_json(policy)}, {"backend", backend}};
+  try {
+    return experiment::parse_variant(v, "");
+  } catch (const config::ConfigError& e) {
+    const std::string flag = e.path() == "algorithm" ? "--algo" : "--" + e.path();
+    throw UsageError(flag + ": " + e.message());
+  }
+}
+
 void run_point(const PointArgs& a) {
   // Validate everything before computing anything: a bad flag costs nothing.
-  if (a.backend != "cpu" && a.backend != "cuda")
-    throw UsageError("--backend: unknown backend \"" + a.backend + "\"; valid: cpu, cuda");
-  // flash2-tc is a CUDA-only kernel of the flash2 algorithm (tensor cores).
-  const bool tensor_cores = a.algo == "flash2-tc";
-  if (tensor_cores && a.backend != "cuda")
-    throw UsageError("--algo flash2-tc runs only with --backend cuda");
-  const attention::Algorithm algorithm =
-      parse_algorithm_arg(tensor_cores ? "flash2" : a.algo, "--algo");
   const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
+  const experiment::Variant variant = variant_from_flags(a.algo, policy, a.backend);
   const numerics::PrecisionPolicy baseline_policy =
       a.baseline_policy.empty() ? policy : parse_policy_arg(a.baseline_policy, "--baseline-policy");
+  experiment::Variant baseline = variant_from_flags("baseline", baseline_policy, "cpu");
+  baseline.name = "baseline";
   const experiment::Distribution dist = parse_distribution_arg(a.dist, "--dist");
   require_at_least(a.n, 1, "--n");
   require_at_least(a.n_kv, 0, "--n-kv");
@@ -119,6 +135,10 @@ void run_point(const PointArgs& a) {
   require_at_least(a.br, 1, "--br");
   require_at_least(a.bc, 1, "--bc");
   require_at_least(a.threads, 0, "--threads");
+  if (!a.inputs.empty() && a.shape_flags_given)
+    throw UsageError(
+        "--inputs: the shapes and values come from the file; drop --n, --n-kv, --d, --batch, "
+        "--heads, --dist and --seed");
   attention::Options options;
   if (a.scale_on == "scores") {
     options.scale_placement = attention::ScalePlacement::scores;
@@ -133,42 +153,46 @@ void run_point(const PointArgs& a) {
   options.block_r = a.br;
   options.block_c = a.bc;
   options.threads = a.threads;
-  const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
 
   // One set of inputs, rounded once to the variant's input format: the golden and the variant see
   // the same values. A baseline policy with a narrower input format rounds them again in its own
   // input stage (that rounding is part of what it measures).
   const auto t0 = std::chrono::steady_clock::now();
-  const attention::Inputs inputs = experiment::make_inputs(shape, dist, a.seed, policy.input);
+  attention::Inputs inputs;
+  if (!a.inputs.empty()) {
+    try {
+      inputs = experiment::round_inputs(experiment::read_inputs_file(a.inputs), policy.input);
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string("--inputs: ") + e.what());
+    }
+  } else {
+    const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+    inputs = experiment::make_inputs(shape, dist, a.seed, policy.input);
+  }
+  const attention::Shape shape = inputs.shape();
   const double input_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const Timed golden = timed([&] { return attention::golden(inputs, options); });
-  const Timed variant = timed([&] {
-    if (a.backend == "cpu") return attention::run(algorithm, policy, inputs, options);
-#if ATTNDEV_HAVE_CUDA
-    const std::optional<cuda::Kernel> kernel =
-        tensor_cores ? cuda::Kernel::flash2_tc : cuda::kernel_for(algorithm);
-    if (!kernel) {
-      std::fprintf(stderr, "attndev point: skipped: no CUDA kernel for %s: nothing compared\n",
-                   attention::algorithm_name(algorithm));
-      throw CommandExit{kExitNothingCompared};
-    }
-    cuda::CudaRunResult r = cuda::run_cuda(*kernel, policy, inputs, options);
-    if (r.status == cuda::RunStatus::failed) throw std::runtime_error("point: " + r.status_text());
-    if (r.status == cuda::RunStatus::skipped) {
-      std::fprintf(stderr, "attndev point: %s: nothing compared\n", r.status_text().c_str());
-      throw CommandExit{kExitNothingCompared};
-    }
-    return std::move(r.output);
-#else
-    std::fprintf(stderr, "attndev point: skipped: CUDA backend not built: nothing compared\n");
+  const auto run = [&](const experiment::Variant& v, double& seconds) {
+    experiment::VariantOutcome r = experiment::run_variant(v, inputs, options);
+    seconds = r.runtime_ms / 1e3;
+    return r;
+  };
+  Timed variant_out, baseline_out;
+  experiment::VariantOutcome vr = run(variant, variant_out.seconds);
+  if (vr.status.kind == experiment::StatusKind::skipped) {
+    std::fprintf(stderr, "attndev point: %s: nothing compared\n", vr.status.text().c_str());
     throw CommandExit{kExitNothingCompared};
-#endif
-  });
-  const Timed baseline = timed([&] {
-    return attention::run(attention::Algorithm::baseline, baseline_policy, inputs, options);
-  });
+  }
+  if (!vr.status.is_ok())
+    throw std::runtime_error("point: " + variant.name + ": " + vr.status.text());
+  variant_out.out = std::move(vr.output);
+  experiment::VariantOutcome br = run(baseline, baseline_out.seconds);
+  if (!br.status.is_ok()) throw std::runtime_error("point: baseline: " + br.status.text());
+  baseline_out.out = std::move(br.output);
+  const Timed& variant_result = variant_out;
+  const Timed& baseline_result = baseline_out;
 
   // Relative error is measured against max(|ref|, floor), the floor one unit roundoff of the
   // variant's output format at the output's scale: below it the output format cannot resolve the
@@ -176,11 +200,42 @@ void run_point(const PointArgs& a) {
   double max_ref = 0;
   for (double x : golden.out.o.data) max_ref = std::max(max_ref, std::fabs(x));
   const double floor = numerics::traits(policy.output).unit_roundoff() * max_ref;
-  const metrics::Deviation dv = metrics::compare(variant.out.o.data, golden.out.o.data, floor);
-  const metrics::Deviation db = metrics::compare(baseline.out.o.data, golden.out.o.data, floor);
+  const metrics::Deviation dv =
+      metrics::compare(variant_result.out.o.data, golden.out.o.data, floor);
+  const metrics::Deviation db =
+      metrics::compare(baseline_result.out.o.data, golden.out.o.data, floor);
 
-  const std::string algo_name =
-      a.backend == "cuda" ? a.algo + " (cuda)" : attention::algorithm_name(algorithm);
+  if (!a.dump.empty()) {
+    // The same files `attndev run` writes with "dump": true, read back by --inputs and match.
+    experiment::DumpWriter dump;
+    dump.dir = a.dump;
+    experiment::PointAxes axes;
+    axes.inputs.path = a.inputs;
+    axes.batch = shape.batch;
+    axes.heads = shape.heads;
+    axes.seq_len = shape.seq_q;
+    axes.seq_len_kv = shape.seq_kv;
+    axes.head_dim = shape.head_dim;
+    axes.distribution = dist;
+    axes.causal = a.causal;
+    axes.scale_placement = options.scale_placement;
+    axes.block_r = a.br;
+    axes.block_c = a.bc;
+    dump.base = {{"axes", axes.to_json().dump()},
+                 {"seed", std::to_string(a.seed)},
+                 {"provenance", provenance_json().dump()}};
+    try {
+      dump.inputs(inputs, policy.input);
+      dump.golden(golden.out.o, policy.input);
+      dump.variant(variant, experiment::Status::ok(), variant_result.out.o);
+      dump.variant(baseline, experiment::Status::ok(), baseline_result.out.o);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("--dump: ") + e.what());
+    }
+  }
+
+  const std::string algo_name = experiment::variant_algorithm_name(variant) +
+                                (variant.backend == experiment::Backend::cuda ? " (cuda)" : "");
   if (a.json) {
     nlohmann::json ratios = nlohmann::json::object();
     for (const auto& [name, v, b] :
@@ -207,14 +262,16 @@ void run_point(const PointArgs& a) {
           {"block_c", a.bc},
           {"causal", a.causal},
           {"scale_placement", a.scale_on},
-          {"distribution", dist.describe()},
+          {"distribution", a.inputs.empty() ? dist.describe() : "file"},
+          {"inputs", a.inputs},
           {"seed", a.seed},
-          {"threads", a.threads}}},
+          {"threads", a.threads},
+          {"backend", a.backend}}},
         {"max_rel_floor", json_number(floor)},
         {"inputs", {{"time_s", input_seconds}}},
         {"golden", {{"time_s", golden.seconds}}},
-        {"variant", deviation_json(dv, variant.seconds)},
-        {"baseline", deviation_json(db, baseline.seconds)},
+        {"variant", deviation_json(dv, variant_result.seconds)},
+        {"baseline", deviation_json(db, baseline_result.seconds)},
         {"ratio_to_baseline", ratios},
         {"provenance", provenance_json()}};
     std::printf("%s\n", out.dump(2).c_str());
@@ -231,7 +288,7 @@ void run_point(const PointArgs& a) {
   std::printf(
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
       "max_rel floor %s\n\n",
-      input_seconds, golden.seconds, variant.seconds, baseline.seconds,
+      input_seconds, golden.seconds, variant_result.seconds, baseline_result.seconds,
       format_number(floor).c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
@@ -246,8 +303,8 @@ void run_point(const PointArgs& a) {
   t.add_row({"cos_sim", format_number(dv.cos_sim, 9), format_number(db.cos_sim, 9), "-"});
   t.add_row({"nan/inf", std::to_string(dv.nan_count) + "/" + std::to_string(dv.inf_count),
              std::to_string(db.nan_count) + "/" + std::to_string(db.inf_count), "-"});
-  t.add_row({"worst index", where(variant.out.o, dv.worst_index),
-             where(baseline.out.o, db.worst_index), "-"});
+  t.add_row({"worst index", where(variant_result.out.o, dv.worst_index),
+             where(baseline_result.out.o, db.worst_index), "-"});
   t.print(stdout);
 }
 
@@ -257,7 +314,9 @@ void add_point_command(CLI::App& app) {
   auto args = std::make_shared<PointArgs>();
   CLI::App* cmd = app.add_subcommand(
       "point", "Measure one point: variant and same-precision baseline against the FP64 golden");
-  cmd->add_option("--algo", args->algo, "Algorithm: baseline, flash1, flash2")
+  cmd->add_option("--algo", args->algo,
+                  "Algorithm: baseline, flash1, flash2, the fp8 ones (attndev list algorithms), or "
+                  "flash2-tc (the tensor-core kernel, with --backend cuda)")
       ->capture_default_str();
   cmd->add_option("--policy", args->policy,
                   "Precision policy: a preset name or a JSON object "
@@ -265,21 +324,34 @@ void add_point_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--baseline-policy", args->baseline_policy,
                   "Policy of the baseline beside the variant (default: --policy)");
-  cmd->add_option("--n", args->n, "Query sequence length")->capture_default_str();
-  cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)");
-  cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();
-  cmd->add_option("--batch", args->batch, "Batch size")->capture_default_str();
-  cmd->add_option("--heads", args->heads, "Number of heads")->capture_default_str();
+  std::vector<CLI::Option*> shape_flags;
+  shape_flags.push_back(
+      cmd->add_option("--n", args->n, "Query sequence length")->capture_default_str());
+  shape_flags.push_back(
+      cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)"));
+  shape_flags.push_back(cmd->add_option("--d", args->d, "Head dimension")->capture_default_str());
+  shape_flags.push_back(
+      cmd->add_option("--batch", args->batch, "Batch size")->capture_default_str());
+  shape_flags.push_back(
+      cmd->add_option("--heads", args->heads, "Number of heads")->capture_default_str());
   cmd->add_option("--br", args->br, "Rows of Q per tile (flash)")->capture_default_str();
   cmd->add_option("--bc", args->bc, "Rows of K/V per tile (flash)")->capture_default_str();
   cmd->add_flag("--causal", args->causal, "Causal mask (bottom-right aligned)");
   cmd->add_option("--scale-on", args->scale_on, "Softmax scale placement: scores or query")
       ->capture_default_str();
-  cmd->add_option("--dist", args->dist,
-                  "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
-      ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
-      ->capture_default_str();
+  shape_flags.push_back(
+      cmd->add_option("--dist", args->dist,
+                      "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
+          ->capture_default_str());
+  shape_flags.push_back(
+      cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
+          ->capture_default_str());
+  cmd->add_option("--inputs", args->inputs,
+                  "Q, K, V from a file instead of a draw: a .safetensors file with tensors q, k, v "
+                  "or a folder with q.npy, k.npy, v.npy; (B,H,N,d), (H,N,d) or (N,d)");
+  cmd->add_option("--dump", args->dump,
+                  "Write the rounded Q, K, V, the golden O and both outputs to this folder "
+                  "(safetensors; axes, policy and provenance in the metadata)");
   cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
@@ -287,7 +359,10 @@ void add_point_command(CLI::App& app) {
                   "Where the variant runs: cpu (emulator) or cuda (GPU; --algo may then also be "
                   "flash2-tc)")
       ->capture_default_str();
-  cmd->callback([args] { run_point(*args); });
+  cmd->callback([args, shape_flags] {
+    for (const CLI::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;
+    run_point(*args);
+  });
 }
 
 }  // namespace attndev::app

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -20,7 +21,21 @@ namespace attndev::experiment {
 using nlohmann::json;
 
 const char* backend_name(Backend b) {
-  return b == Backend::cpu ? "cpu" : "cuda";
+  switch (b) {
+    case Backend::cpu:
+      return "cpu";
+    case Backend::cuda:
+      return "cuda";
+    case Backend::external:
+      return "external";
+  }
+  return "?";
+}
+
+std::string variant_algorithm_name(const Variant& variant) {
+  if (variant.external) return "external";
+  if (!variant.kernel.empty()) return variant.kernel;
+  return attention::algorithm_name(variant.algorithm);
 }
 
 namespace {
@@ -31,11 +46,13 @@ constexpr long long kMaxExtent = 1 << 20;
 constexpr long long kMaxBatchHeads = 1 << 16;
 constexpr std::size_t kMaxTrials = 1 << 20;
 
-constexpr std::string_view kTopKeys[] = {"name",     "description", "axes",
-                                         "zip",      "constraints", "trials",
-                                         "variants", "metrics",     "reference"};
-constexpr std::string_view kVariantKeys[] = {"name",    "algorithm", "policy",
-                                             "backend", "baseline",  "ratio_to"};
+constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
+                                         "constraints", "trials",      "variants", "metrics",
+                                         "reference",   "dump"};
+constexpr std::string_view kVariantKeys[] = {"name",     "algorithm", "policy",   "backend",
+                                             "baseline", "ratio_to",  "reference"};
+constexpr std::string_view kExternalVariantKeys[] = {"name",     "external", "format",   "timeout",
+                                                     "baseline", "ratio_to", "reference"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
 constexpr std::string_view kConstraintKeys[] = {"require", "reason"};
 constexpr std::string_view kBackendNames[] = {"cpu", "cuda"};
@@ -74,45 +91,52 @@ long long positive_int(const json& v, const std::string& path, long long max) {
   return x;
 }
 
-json canonical_axis_value(std::string_view axis, const json& v, const std::string& path) {
+AxisValue parse_axis_value(std::string_view axis, const json& v, const std::string& path) {
   if (axis == "causal") {
     require_type(v, path, v.is_boolean(), "true or false");
-    return v;
+    return v.get<bool>();
+  }
+  if (axis == "inputs") {
+    require_type(v, path, v.is_string() && !v.get<std::string>().empty(),
+                 "the path of a .safetensors file or a folder of q.npy, k.npy, v.npy");
+    return InputsFile{v.get<std::string>()};
   }
   if (axis == "distribution") {
     require_type(v, path, v.is_string(), "a distribution string such as \"normal(0,1)\"");
     Distribution d;
     std::string error;
     if (!parse_distribution(v.get<std::string>(), d, error)) throw ConfigError(path, error);
-    return d.describe();
+    return d;
   }
   if (axis == "scale_placement") {
     require_type(v, path, v.is_string(), "\"scores\" or \"query\"");
     const std::string s = v.get<std::string>();
-    if (std::find(std::begin(kScalePlacements), std::end(kScalePlacements), s) ==
-        std::end(kScalePlacements))
-      throw ConfigError(path, "unknown scale placement \"" + s + "\"" +
-                                  did_you_mean(s, kScalePlacements) + "; valid: scores, query");
-    return s;
+    if (s == "scores") return attention::ScalePlacement::scores;
+    if (s == "query") return attention::ScalePlacement::query;
+    throw ConfigError(path, "unknown scale placement \"" + s + "\"" +
+                                did_you_mean(s, kScalePlacements) + "; valid: scores, query");
   }
   if (axis == "seq_len_kv" && v.is_string()) {
     if (v.get<std::string>() != "seq_len")
       throw ConfigError(
           path, "expected a positive integer or \"seq_len\" (same as seq_len), got " + v.dump());
-    return v;
+    return SameAsSeqLen{};
   }
   const long long max = (axis == "batch" || axis == "heads") ? kMaxBatchHeads : kMaxExtent;
   return positive_int(v, path, max);
 }
 
-json default_axis_value(std::string_view axis) {
-  if (axis == "batch" || axis == "heads") return 1;
-  if (axis == "head_dim" || axis == "block_r" || axis == "block_c") return 64;
-  if (axis == "seq_len_kv") return "seq_len";
-  if (axis == "distribution") return "normal(0,1)";
+// The value an axis takes when the config does not name it; nullopt for seq_len (required unless
+// the inputs come from files).
+std::optional<AxisValue> default_axis_value(std::string_view axis) {
+  if (axis == "inputs") return InputsFile{};
+  if (axis == "batch" || axis == "heads") return 1LL;
+  if (axis == "head_dim" || axis == "block_r" || axis == "block_c") return 64LL;
+  if (axis == "seq_len_kv") return SameAsSeqLen{};
+  if (axis == "distribution") return Distribution{};
   if (axis == "causal") return false;
-  if (axis == "scale_placement") return "scores";
-  return nullptr;  // seq_len: required
+  if (axis == "scale_placement") return attention::ScalePlacement::scores;
+  return std::nullopt;
 }
 
 // nlohmann reports a byte offset; people read lines and columns.
@@ -162,34 +186,43 @@ std::vector<AxisValues> parse_axes(const json& root, const std::set<std::string>
   const json& axes = root["axes"];
   require_type(axes, "axes", axes.is_object(), "an object of axis -> list of values");
   check_keys(axes, "axes", kAxisNames);
+  const bool from_files = axes.contains("inputs");
   std::vector<AxisValues> out;
   for (std::string_view name : kAxisNames) {
     AxisValues a;
     a.name = std::string(name);
     const std::string key(name);
     a.path = overridden.count(key) ? "-a " + key : "axes." + key;
+    const bool file_shape = std::find(std::begin(kFileShapeAxes), std::end(kFileShapeAxes), name) !=
+                            std::end(kFileShapeAxes);
+    if (from_files && file_shape && axes.contains(key))
+      throw ConfigError(a.path, "comes from the inputs file(s) of axes.inputs; remove \"" + key +
+                                    "\" (or remove \"inputs\" to draw inputs from a distribution)");
     if (!axes.contains(key)) {
-      json d = default_axis_value(name);
-      if (d.is_null())
+      std::optional<AxisValue> d = default_axis_value(name);
+      // With inputs from files seq_len is the file's: a placeholder until the plan reads it.
+      if (!d && from_files) d = 0LL;
+      if (!d)
         throw ConfigError(a.path,
                           "missing; this axis has no default (e.g. \"" + key + "\": [512, 1024])");
-      a.values.push_back(std::move(d));
+      a.values.push_back(std::move(*d));
     } else {
       const json& v = axes[key];
       if (v.is_array()) {
         if (v.empty()) throw ConfigError(a.path, "empty list; an axis needs at least one value");
         for (std::size_t i = 0; i < v.size(); ++i)
-          a.values.push_back(canonical_axis_value(name, v[i], at(a.path, i)));
+          a.values.push_back(parse_axis_value(name, v[i], at(a.path, i)));
       } else {
-        a.values.push_back(canonical_axis_value(name, v, a.path));
+        a.values.push_back(parse_axis_value(name, v, a.path));
       }
-      // Canonical values are equal exactly when their texts are; a hash set keeps this linear
+      // Values are equal exactly when their canonical texts are; a hash set keeps this linear
       // (an axis may hold up to 2^20 values).
       std::unordered_map<std::string, std::size_t> first_at;
       for (std::size_t i = 0; i < a.values.size(); ++i) {
-        const auto [it, inserted] = first_at.emplace(a.values[i].dump(), i);
+        const std::string text = axis_value_json(a.values[i]).dump();
+        const auto [it, inserted] = first_at.emplace(text, i);
         if (!inserted)
-          throw ConfigError(at(a.path, i), "duplicate value " + a.values[i].dump() + " (also at [" +
+          throw ConfigError(at(a.path, i), "duplicate value " + text + " (also at [" +
                                                std::to_string(it->second) +
                                                "]); it would run the same points twice");
       }
@@ -371,6 +404,175 @@ std::vector<std::uint64_t> parse_trials(const json& root) {
   return seeds;
 }
 
+std::vector<std::string_view> algorithm_names() {
+  std::vector<std::string_view> names;
+  for (attention::Algorithm a : attention::kEveryAlgorithm)
+    names.push_back(attention::algorithm_name(a));
+  names.push_back(kTensorCoreKernel);
+  return names;
+}
+
+Backend parse_backend(const json& v, const std::string& path) {
+  require_type(v, path, v.is_string(), "\"cpu\" or \"cuda\"");
+  const std::string b = v.get<std::string>();
+  if (b == "cpu") return Backend::cpu;
+  if (b == "cuda") return Backend::cuda;
+  if (b == "external")
+    throw ConfigError(path,
+                      "an external variant is written {\"name\": ..., \"external\": "
+                      "\"COMMAND {inputs} {output}\"}, without \"backend\"");
+  throw ConfigError(path, "unknown backend \"" + b + "\"" + did_you_mean(b, kBackendNames) +
+                              "; valid: cpu, cuda");
+}
+
+// The placeholders an external command may use: the files, and every axis of the point.
+std::vector<std::string_view> placeholder_names() {
+  std::vector<std::string_view> names = {"inputs", "output", "format"};
+  for (std::string_view axis : kAxisNames)
+    if (axis != "inputs") names.push_back(axis);
+  return names;
+}
+
+Variant::External parse_external(const json& v, const std::string& path) {
+  Variant::External e;
+  const json& command = v["external"];
+  require_type(command, config::join_path(path, "external"),
+               command.is_string() && !command.get<std::string>().empty(),
+               "a command line such as \"python3 my_kernel.py {inputs} {output}\"");
+  e.command = command.get<std::string>();
+  const auto names = placeholder_names();
+  std::vector<std::string> used;
+  for (std::size_t open = e.command.find('{'); open != std::string::npos;
+       open = e.command.find('{', open + 1)) {
+    const std::size_t close = e.command.find('}', open);
+    if (close == std::string::npos)
+      throw ConfigError(config::join_path(path, "external"),
+                        "unclosed '{' at position " + std::to_string(open) + "; placeholders are " +
+                            join_names(names) + " in braces, e.g. {inputs}");
+    const std::string name = e.command.substr(open + 1, close - open - 1);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw ConfigError(config::join_path(path, "external"), "unknown placeholder {" + name + "}" +
+                                                                 did_you_mean(name, names) +
+                                                                 "; valid: " + join_names(names));
+    used.push_back(name);
+  }
+  for (const char* required : {"inputs", "output"})
+    if (std::find(used.begin(), used.end(), required) == used.end())
+      throw ConfigError(config::join_path(path, "external"),
+                        std::string("the command must name the {") + required +
+                            "} file: attndev writes Q, K, V to {inputs} (safetensors) and reads O "
+                            "from {output} (safetensors or npy)");
+  e.tile_dependent = std::find(used.begin(), used.end(), "block_r") != used.end() ||
+                     std::find(used.begin(), used.end(), "block_c") != used.end();
+  if (v.contains("timeout")) {
+    const json& t = v["timeout"];
+    require_type(t, config::join_path(path, "timeout"),
+                 t.is_number() && t.get<double>() > 0 && t.get<double>() <= 7 * 24 * 3600.0,
+                 "seconds, a number in (0, 604800]");
+    e.timeout_s = t.get<double>();
+  }
+  return e;
+}
+
+}  // namespace
+
+Variant parse_variant(const json& v, const std::string& path) {
+  require_type(v, path, v.is_object(), "an object {\"algorithm\": ..., \"policy\": ...}");
+  Variant variant;
+  if (v.contains("external")) {
+    check_keys(v, path, kExternalVariantKeys);
+    variant.external = parse_external(v, path);
+    variant.backend = Backend::external;
+    if (!v.contains("name"))
+      throw ConfigError(config::join_path(path, "name"),
+                        "missing; an external variant needs a name");
+    numerics::Format format = numerics::Format::fp32;
+    if (v.contains("format")) {
+      std::vector<std::string_view> formats;
+      for (numerics::Format f : {numerics::Format::fp64, numerics::Format::fp32,
+                                 numerics::Format::fp16, numerics::Format::bf16})
+        formats.push_back(numerics::format_name(f));
+      const json& f = v["format"];
+      require_type(f, config::join_path(path, "format"), f.is_string(), "a format name");
+      const std::string name = f.get<std::string>();
+      if (!numerics::parse_format(name, format) ||
+          std::find(formats.begin(), formats.end(), numerics::format_name(format)) == formats.end())
+        throw ConfigError(config::join_path(path, "format"),
+                          "\"" + name + "\" cannot be exchanged through a tensor file" +
+                              did_you_mean(name, formats) + "; valid: " + join_names(formats));
+    }
+    // Q, K, V are rounded to `format` and written in it; O is expected in it (its ulps, max_rel's
+    // floor). What the command does between is its own: the policy says only where its data lives.
+    variant.policy = numerics::PrecisionPolicy{
+        format, format, format, format, format, format, format, true, numerics::Overflow::saturate};
+    variant.policy_label = numerics::format_name(format);
+  } else {
+    check_keys(v, path, kVariantKeys);
+    const auto names = algorithm_names();
+    if (!v.contains("algorithm"))
+      throw ConfigError(config::join_path(path, "algorithm"),
+                        "missing; one of " + join_names(names) +
+                            ", or \"external\": \"COMMAND\" for a kernel "
+                            "outside attndev");
+    require_type(v["algorithm"], config::join_path(path, "algorithm"), v["algorithm"].is_string(),
+                 "a string");
+    const std::string alg = v["algorithm"].get<std::string>();
+    if (alg == kTensorCoreKernel) {
+      // The tensor-core FA-2 kernel: the flash2 algorithm, another implementation of it.
+      variant.algorithm = attention::Algorithm::flash2;
+      variant.kernel = alg;
+    } else if (!attention::parse_algorithm(alg, variant.algorithm)) {
+      throw ConfigError(config::join_path(path, "algorithm"), "unknown algorithm \"" + alg + "\"" +
+                                                                  did_you_mean(alg, names) +
+                                                                  "; valid: " + join_names(names));
+    }
+    if (!v.contains("policy"))
+      throw ConfigError(config::join_path(path, "policy"),
+                        "missing; a preset name such as \"kernel-bf16\" or an object");
+    std::string error;
+    if (!parse_policy(v["policy"], variant.policy, error))
+      throw ConfigError(config::join_path(path, "policy"), error);
+    variant.policy_label = policy_label(variant.policy);
+    if (v.contains("backend"))
+      variant.backend = parse_backend(v["backend"], config::join_path(path, "backend"));
+    if (!variant.kernel.empty() && variant.backend != Backend::cuda)
+      throw ConfigError(config::join_path(path, "backend"),
+                        "\"" + variant.kernel +
+                            "\" is a CUDA kernel (tensor cores): add "
+                            "\"backend\": \"cuda\" (--backend cuda); without "
+                            "a GPU its rows say skipped, with the reason");
+  }
+  if (v.contains("baseline")) {
+    require_type(v["baseline"], config::join_path(path, "baseline"), v["baseline"].is_boolean(),
+                 "true or false");
+    variant.baseline = v["baseline"].get<bool>();
+  }
+  if (v.contains("ratio_to")) {
+    require_type(v["ratio_to"], config::join_path(path, "ratio_to"), v["ratio_to"].is_string(),
+                 "a variant name");
+    variant.ratio_to = v["ratio_to"].get<std::string>();
+  }
+  if (v.contains("reference")) {
+    require_type(v["reference"], config::join_path(path, "reference"), v["reference"].is_string(),
+                 "a variant name (or \"golden\")");
+    variant.reference = v["reference"].get<std::string>();
+  }
+  if (v.contains("name")) {
+    require_type(v["name"], config::join_path(path, "name"), v["name"].is_string(), "a string");
+    variant.name = v["name"].get<std::string>();
+    if (variant.name.empty()) throw ConfigError(config::join_path(path, "name"), "empty name");
+    if (variant.name == kGoldenReference)
+      throw ConfigError(config::join_path(path, "name"),
+                        "\"golden\" names the FP64 golden; pick another name");
+  } else {
+    variant.name = variant_algorithm_name(variant) + "-" + variant.policy_label +
+                   (variant.backend == Backend::cuda ? "-cuda" : "");
+  }
+  return variant;
+}
+
+namespace {
+
 std::vector<Variant> parse_variants(const json& root) {
   if (!root.contains("variants"))
     throw ConfigError("variants",
@@ -380,71 +582,19 @@ std::vector<Variant> parse_variants(const json& root) {
   require_type(list, "variants", list.is_array(), "a list of variants");
   if (list.empty())
     throw ConfigError("variants", "empty list; a config needs at least one variant");
-  std::vector<std::string_view> algorithm_names;
-  for (attention::Algorithm a : attention::kEveryAlgorithm)
-    algorithm_names.push_back(attention::algorithm_name(a));
 
   std::vector<Variant> out;
   int baseline_index = -1;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = at("variants", i);
-    const json& v = list[i];
-    require_type(v, path, v.is_object(), "an object {\"algorithm\": ..., \"policy\": ...}");
-    check_keys(v, path, kVariantKeys);
-    Variant variant;
-    if (!v.contains("algorithm"))
-      throw ConfigError(path + ".algorithm", "missing; one of " + join_names(algorithm_names));
-    require_type(v["algorithm"], path + ".algorithm", v["algorithm"].is_string(), "a string");
-    const std::string alg = v["algorithm"].get<std::string>();
-    if (!attention::parse_algorithm(alg, variant.algorithm))
-      throw ConfigError(path + ".algorithm", "unknown algorithm \"" + alg + "\"" +
-                                                 did_you_mean(alg, algorithm_names) +
-                                                 "; valid: " + join_names(algorithm_names));
-    if (!v.contains("policy"))
-      throw ConfigError(path + ".policy",
-                        "missing; a preset name such as \"kernel-bf16\" or an object");
-    std::string error;
-    if (!parse_policy(v["policy"], variant.policy, error))
-      throw ConfigError(path + ".policy", error);
-    variant.policy_label = policy_label(variant.policy);
-    if (v.contains("backend")) {
-      require_type(v["backend"], path + ".backend", v["backend"].is_string(),
-                   "\"cpu\" or \"cuda\"");
-      const std::string b = v["backend"].get<std::string>();
-      if (b == "cpu") {
-        variant.backend = Backend::cpu;
-      } else if (b == "cuda") {
-        variant.backend = Backend::cuda;
-      } else {
-        throw ConfigError(path + ".backend", "unknown backend \"" + b + "\"" +
-                                                 did_you_mean(b, kBackendNames) +
-                                                 "; valid: cpu, cuda");
-      }
-    }
-    if (v.contains("baseline")) {
-      require_type(v["baseline"], path + ".baseline", v["baseline"].is_boolean(), "true or false");
-      variant.baseline = v["baseline"].get<bool>();
-      if (variant.baseline) {
-        if (baseline_index >= 0)
-          throw ConfigError(
-              path + ".baseline",
-              "variants[" + std::to_string(baseline_index) +
-                  "] is already the baseline; mark one variant \"baseline\": true and "
-                  "point others at theirs with \"ratio_to\"");
-        baseline_index = static_cast<int>(i);
-      }
-    }
-    if (v.contains("ratio_to")) {
-      require_type(v["ratio_to"], path + ".ratio_to", v["ratio_to"].is_string(), "a variant name");
-      variant.ratio_to = v["ratio_to"].get<std::string>();
-    }
-    if (v.contains("name")) {
-      require_type(v["name"], path + ".name", v["name"].is_string(), "a string");
-      variant.name = v["name"].get<std::string>();
-      if (variant.name.empty()) throw ConfigError(path + ".name", "empty name");
-    } else {
-      variant.name =
-          alg + "-" + variant.policy_label + (variant.backend == Backend::cuda ? "-cuda" : "");
+    Variant variant = parse_variant(list[i], path);
+    if (variant.baseline) {
+      if (baseline_index >= 0)
+        throw ConfigError(path + ".baseline",
+                          "variants[" + std::to_string(baseline_index) +
+                              "] is already the baseline; mark one variant \"baseline\": true "
+                              "and point others at theirs with \"ratio_to\"");
+      baseline_index = static_cast<int>(i);
     }
     for (std::size_t j = 0; j < out.size(); ++j)
       if (out[j].name == variant.name)
@@ -456,14 +606,20 @@ std::vector<Variant> parse_variants(const json& root) {
   std::vector<std::string_view> names;
   for (const Variant& v : out) names.push_back(v.name);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::string& target = out[i].ratio_to;
-    if (target.empty()) continue;
-    const std::string path = at("variants", i) + ".ratio_to";
-    if (target == out[i].name)
-      throw ConfigError(path, "a variant cannot be its own ratio reference");
-    if (std::find(names.begin(), names.end(), target) == names.end())
-      throw ConfigError(path, "no variant named \"" + target + "\"" + did_you_mean(target, names) +
-                                  "; variants: " + join_names(names));
+    for (const auto& [key, target] :
+         {std::pair<const char*, const std::string*>{"ratio_to", &out[i].ratio_to},
+          {"reference", &out[i].reference}}) {
+      if (target->empty() || *target == kGoldenReference) continue;
+      const std::string path = at("variants", i) + "." + key;
+      if (*target == out[i].name)
+        throw ConfigError(path,
+                          std::string("a variant cannot be its own ") +
+                              (std::string(key) == "ratio_to" ? "ratio reference" : "reference"));
+      if (std::find(names.begin(), names.end(), *target) == names.end())
+        throw ConfigError(path, "no variant named \"" + *target + "\"" +
+                                    did_you_mean(*target, names) +
+                                    "; variants: " + join_names(names));
+    }
   }
   return out;
 }
@@ -505,6 +661,14 @@ int Config::ratio_reference(std::size_t v) const {
       return static_cast<int>(i);
   }
   return -1;
+}
+
+int Config::output_reference(std::size_t v) const {
+  const std::string& target = variants[v].reference.empty() ? reference : variants[v].reference;
+  if (target == kGoldenReference) return -1;
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    if (i != v && variants[i].name == target) return static_cast<int>(i);
+  return -1;  // the config-wide reference is the variant itself: nothing to compare
 }
 
 Config parse_config(std::string_view text, std::span<const std::string> overrides) {
@@ -550,20 +714,33 @@ Config parse_config(std::string_view text, std::span<const std::string> override
     require_type(root["description"], "description", root["description"].is_string(), "a string");
     c.description = root["description"].get<std::string>();
   }
-  if (root.contains("reference")) {
-    const json& r = root["reference"];
-    if (!r.is_string() || r.get<std::string>() != "golden")
-      throw ConfigError("reference",
-                        "only \"golden\" (baseline attention in fp64 on the same rounded "
-                        "inputs) is supported, got " +
-                            r.dump());
-  }
   c.axes = parse_axes(root, overridden);
   c.zip = parse_zip(root, c.axes);
   c.constraints = parse_constraints(root);
   c.seeds = parse_trials(root);
+  if (c.seeds.size() > 1 && !std::get<InputsFile>(c.axis("inputs").values.front()).path.empty())
+    throw ConfigError("trials",
+                      "inputs read from files (axes.inputs) draw nothing from a seed, so "
+                      "every trial would repeat the first; use one trial");
   c.variants = parse_variants(root);
   c.metrics = parse_metrics(root);
+  if (root.contains("dump")) {
+    require_type(root["dump"], "dump", root["dump"].is_boolean(), "true or false");
+    c.dump = root["dump"].get<bool>();
+  }
+  if (root.contains("reference")) {
+    const json& r = root["reference"];
+    require_type(r, "reference", r.is_string(),
+                 "\"golden\" or the name of a variant whose output the others are compared with");
+    c.reference = r.get<std::string>();
+    std::vector<std::string_view> names = {kGoldenReference};
+    for (const Variant& v : c.variants) names.push_back(v.name);
+    if (std::find(names.begin(), names.end(), c.reference) == names.end())
+      throw ConfigError("reference",
+                        "no variant named \"" + c.reference + "\"" +
+                            did_you_mean(c.reference, names) +
+                            "; \"golden\" or one of: " + join_names(std::span(names).subspan(1)));
+  }
   c.effective = root;
   c.hash = stable_hash_hex(root.dump());
   return c;

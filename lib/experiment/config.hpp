@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "attention/attention.hpp"
 #include "config/error.hpp"
+#include "experiment/axes.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::experiment {
@@ -25,9 +27,13 @@ using config::ConfigError;
 
 // The axes a config may sweep, in canonical order. Plans iterate with the last axis fastest, so
 // tile sizes (which only flash variants depend on) vary innermost, next to points sharing inputs.
+// `inputs` (Q, K, V from files) comes first: with it, the shape axes come from each file.
 inline constexpr std::string_view kAxisNames[] = {
-    "batch",        "heads",  "seq_len",         "seq_len_kv", "head_dim",
-    "distribution", "causal", "scale_placement", "block_r",    "block_c"};
+    "inputs",       "batch",  "heads",           "seq_len", "seq_len_kv", "head_dim",
+    "distribution", "causal", "scale_placement", "block_r", "block_c"};
+// Axes an `inputs` file decides; a config with `inputs` may not set them.
+inline constexpr std::string_view kFileShapeAxes[] = {"batch",      "heads",    "seq_len",
+                                                      "seq_len_kv", "head_dim", "distribution"};
 
 // Metric columns of every row; `metrics` in a config picks which appear in summary tables.
 inline constexpr std::string_view kDeviationMetrics[] = {"max_abs", "mean_abs",  "std_abs",
@@ -36,18 +42,48 @@ inline constexpr std::string_view kDeviationMetrics[] = {"max_abs", "mean_abs", 
 // Metrics that also get a ratio_<name> column (variant / its baseline on the same point).
 inline constexpr std::string_view kRatioMetrics[] = {"max_abs", "mean_abs", "std_abs",
                                                      "rmse",    "rel_l2",   "max_rel"};
-inline constexpr std::string_view kSelectableMetrics[] = {
-    "max_abs",       "mean_abs",   "std_abs",       "rmse",
-    "rel_l2",        "max_rel",    "cos_sim",       "nan_count",
-    "inf_count",     "runtime_ms", "ratio_max_abs", "ratio_mean_abs",
-    "ratio_std_abs", "ratio_rmse", "ratio_rel_l2",  "ratio_max_rel"};
+// Columns of a row whose variant has a reference variant (`reference`): the difference of the
+// two outputs and how many elements are bit-identical / how many ulps apart (output format).
+inline constexpr std::string_view kReferenceColumns[] = {
+    "reference", "ref_max_abs", "ref_mean_abs", "identical_fraction",
+    "max_ulp",   "mean_ulp",    "ulp_histogram"};
+inline constexpr std::string_view kSelectableMetrics[] = {"max_abs",
+                                                          "mean_abs",
+                                                          "std_abs",
+                                                          "rmse",
+                                                          "rel_l2",
+                                                          "max_rel",
+                                                          "cos_sim",
+                                                          "nan_count",
+                                                          "inf_count",
+                                                          "runtime_ms",
+                                                          "ratio_max_abs",
+                                                          "ratio_mean_abs",
+                                                          "ratio_std_abs",
+                                                          "ratio_rmse",
+                                                          "ratio_rel_l2",
+                                                          "ratio_max_rel",
+                                                          "ref_max_abs",
+                                                          "ref_mean_abs",
+                                                          "identical_fraction",
+                                                          "max_ulp",
+                                                          "mean_ulp"};
 
-enum class Backend : unsigned char { cpu, cuda };
+// cpu: the emulator; cuda: lib/cuda's kernels; external: a command run per point (below).
+enum class Backend : unsigned char { cpu, cuda, external };
 const char* backend_name(Backend b);
+
+// The tensor-core FA-2 kernel of lib/cuda: `"algorithm": "flash2-tc"` with `"backend": "cuda"`.
+inline constexpr std::string_view kTensorCoreKernel = "flash2-tc";
+// `reference` naming the FP64 golden (the default) rather than a variant.
+inline constexpr std::string_view kGoldenReference = "golden";
 
 struct Variant {
   std::string name;
   attention::Algorithm algorithm = attention::Algorithm::flash2;
+  // Which implementation of `algorithm` the backend runs: empty for the backend's own (the
+  // emulator; lib/cuda's kernel_for), "flash2-tc" for the tensor-core kernel.
+  std::string kernel;
   numerics::PrecisionPolicy policy;
   std::string policy_label;
   Backend backend = Backend::cpu;
@@ -55,13 +91,25 @@ struct Variant {
   // Name of the variant this one's ratios divide by; empty: the `baseline: true` variant (if
   // any). Lets one config hold a baseline per precision (flash2-bf16 vs baseline-bf16, ...).
   std::string ratio_to;
+  // Name of the variant this one's output is compared with element by element (identical
+  // fraction, ulps, |O - O_ref|); empty: the config's `reference`; "golden": none.
+  std::string reference;
+  // backend == external: an implementation outside attndev, run as a command per point. Q, K, V
+  // (rounded to the policy's input format) go to {inputs}, O comes back from {output}.
+  struct External {
+    std::string command;  // with {inputs}, {output}, {format} and {<axis>} placeholders
+    double timeout_s = 600;
+    bool tile_dependent = false;  // the command names {block_r} or {block_c}
+  };
+  std::optional<External> external;
 };
+
+// "flash2", "flash2-tc", "external": the algorithm column of a row.
+std::string variant_algorithm_name(const Variant& variant);
 
 struct AxisValues {
   std::string name;
-  // Canonical JSON values: integers, booleans, canonical strings ("normal(0,1)", "scores"), and
-  // for seq_len_kv the string "seq_len" meaning "equal to seq_len".
-  std::vector<nlohmann::json> values;
+  std::vector<AxisValue> values;  // typed once, here (experiment/axes.hpp)
   std::string path;  // where the values came from, for messages (`axes.seq_len`, `-a seq_len`)
 };
 
@@ -76,6 +124,8 @@ struct Constraint {
 };
 
 struct Config {
+  // The default `reference` of every variant: "golden" (none) or a variant's name.
+  std::string reference = std::string(kGoldenReference);
   std::string name;
   std::string description;
   std::vector<AxisValues> axes;               // every axis of kAxisNames, defaults filled in
@@ -84,18 +134,27 @@ struct Config {
   std::vector<std::uint64_t> seeds;  // one trial per seed
   std::vector<Variant> variants;
   std::vector<std::string> metrics;  // shown in summary tables
-  nlohmann::json effective;          // the config after overrides, canonical (sorted keys)
-  std::string hash;                  // stable_hash_hex(effective.dump())
+  // Write every point's rounded Q, K, V, golden O and variant outputs (safetensors) under
+  // DIR/dump/ (experiment/dump.hpp).
+  bool dump = false;
+  nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
+  std::string hash;          // stable_hash_hex(effective.dump())
 
   const AxisValues& axis(std::string_view name) const;
   // Index into `variants` of the variant whose metrics v's ratios divide by, or -1.
   int ratio_reference(std::size_t v) const;
+  // Index of the variant whose output v is compared with element by element, or -1 (golden).
+  int output_reference(std::size_t v) const;
 };
 
 // Parses and validates a config. `overrides` are `-a` strings such as "seq_len=[512,1024]" or
 // "block_c=64" (a scalar is a one-value list; a value that is not JSON is taken as a string).
 // Throws ConfigError.
 Config parse_config(std::string_view text, std::span<const std::string> overrides = {});
+
+// One variant object (also what `attndev point` builds from its flags). `path` prefixes error
+// paths ("variants[2]"). Cross-variant checks (names, ratio_to, reference) are parse_config's.
+Variant parse_variant(const nlohmann::json& value, const std::string& path);
 
 // Reads the file first; a missing or unreadable file is a ConfigError with the file as path.
 Config load_config_file(const std::string& path, std::span<const std::string> overrides = {});

@@ -23,6 +23,7 @@ struct Distribution {
   double outlier_prob = 0.001;
 
   std::string describe() const;  // e.g. "normal(0,1)", "uniform(-1,1)", "outlier(std=10,p=0.001)"
+  friend bool operator==(const Distribution&, const Distribution&) = default;
 };
 
 // Parses "normal", "normal(0,1)", "uniform(-1,1)", "outlier", "outlier(10,0.001)".

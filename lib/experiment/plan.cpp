@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <variant>
 
+#include "experiment/inputs_file.hpp"
 #include "experiment/stable_hash.hpp"
 
 namespace attndev::experiment {
@@ -50,126 +51,33 @@ std::vector<Dimension> dimensions(const Config& config) {
   return dims;
 }
 
-// Every axis value prepared once, so that expanding a combination builds no JSON: its canonical
-// text (exactly what json::dump writes, so point ids do not change) and its typed value.
-struct PreparedAxis {
-  const AxisValues* axis = nullptr;
-  std::size_t dim = 0;                      // the Dimension whose digit selects the value
-  std::string key;                          // "\"seq_len\":"
-  std::vector<std::string> texts;           // value.dump() per value
-  std::vector<long long> integers;          // integer value (booleans as 0/1), else 0
-  std::vector<bool> alias_seq_len;          // seq_len_kv: the value "seq_len" (resolved per point)
-  std::vector<Distribution> distributions;  // distribution axis: parsed once per value
-  bool tile = false;                        // block_r / block_c: not part of the input key
-};
-
-struct Prepared {
-  std::vector<PreparedAxis> axes;  // in key order (sorted by name, as the JSON object sorts them)
-  std::map<std::string, std::size_t> by_name;
-  // Indices into axes of the axes a point reads (looked up once, not per point).
-  std::size_t batch = 0, heads = 0, seq_len = 0, seq_len_kv = 0, head_dim = 0, distribution = 0,
-              causal = 0, scale_placement = 0, block_r = 0, block_c = 0;
-};
-
-Prepared prepare(const std::vector<Dimension>& dims) {
-  Prepared p;
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    for (const AxisValues* a : dims[d].axes) {
-      PreparedAxis x;
-      x.axis = a;
-      x.dim = d;
-      x.key = json(a->name).dump() + ":";
-      x.tile = a->name == "block_r" || a->name == "block_c";
-      for (const json& v : a->values) {
-        x.texts.push_back(v.dump());
-        x.integers.push_back(v.is_number_integer() ? v.get<long long>()
-                             : v.is_boolean()      ? static_cast<long long>(v.get<bool>())
-                                                   : 0);
-        x.alias_seq_len.push_back(a->name == "seq_len_kv" && v.is_string());
-        if (a->name == "distribution") {
-          Distribution dist;
-          std::string error;
-          if (!parse_distribution(v.get<std::string>(), dist, error))
-            throw std::logic_error("canonical distribution does not parse: " + error);
-          x.distributions.push_back(dist);
-        }
-      }
-      p.axes.push_back(std::move(x));
-    }
-  std::sort(p.axes.begin(), p.axes.end(), [](const PreparedAxis& a, const PreparedAxis& b) {
-    return a.axis->name < b.axis->name;
-  });
-  for (std::size_t i = 0; i < p.axes.size(); ++i) p.by_name[p.axes[i].axis->name] = i;
-  for (auto [field, name] : {std::pair{&p.batch, "batch"},
-                             {&p.heads, "heads"},
-                             {&p.seq_len, "seq_len"},
-                             {&p.seq_len_kv, "seq_len_kv"},
-                             {&p.head_dim, "head_dim"},
-                             {&p.distribution, "distribution"},
-                             {&p.causal, "causal"},
-                             {&p.scale_placement, "scale_placement"},
-                             {&p.block_r, "block_r"},
-                             {&p.block_c, "block_c"}})
-    *field = p.by_name.at(name);
-  return p;
-}
-
-// One combination of axis values: the value index of each prepared axis, seq_len_kv resolved.
-struct Combination {
-  const Prepared& prepared;
-  std::vector<std::size_t> index;   // per prepared axis
-  std::vector<std::size_t> source;  // per prepared axis: whose texts/integers (seq_len_kv alias)
-
-  const std::string& text(std::size_t a) const { return prepared.axes[source[a]].texts[index[a]]; }
-  long long integer(std::size_t a) const { return prepared.axes[source[a]].integers[index[a]]; }
-};
-
-void select(Combination& c, const std::vector<std::size_t>& digit) {
-  for (std::size_t a = 0; a < c.prepared.axes.size(); ++a) {
-    const PreparedAxis& x = c.prepared.axes[a];
-    c.index[a] = digit[x.dim];
-    c.source[a] = a;
-    if (x.alias_seq_len[c.index[a]]) {
-      c.source[a] = c.prepared.seq_len;
-      c.index[a] = digit[c.prepared.axes[c.prepared.seq_len].dim];
-    }
-  }
-}
-
-// {"batch":1,"block_c":64,...}: the canonical text of the combination into `out`; without the
-// tile axes when `tiles` is false (the input set's text).
-void axes_text(const Combination& c, bool tiles, std::string& out) {
-  out = "{";
-  for (std::size_t a = 0; a < c.prepared.axes.size(); ++a) {
-    if (!tiles && c.prepared.axes[a].tile) continue;
-    if (out.size() > 1) out += ',';
-    out += c.prepared.axes[a].key;
-    out += c.text(a);
-  }
-  out += '}';
-}
-
-std::string axes_text(const Combination& c) {
-  std::string out;
-  axes_text(c, /*tiles=*/true, out);
-  return out;
-}
-
-// A constraint with its axis operands resolved to prepared-axis indices once.
+// A constraint's operands resolved once to members of PointAxes (no lookup by name per point).
 struct ResolvedConstraint {
   const Constraint* constraint = nullptr;
-  std::optional<std::size_t> lhs, rhs;  // empty: the literal
+  int PointAxes::*lhs = nullptr;  // null: the literal
+  int PointAxes::*rhs = nullptr;
 };
 
-long long operand(const Combination& c, const std::optional<std::size_t>& axis, long long literal) {
-  return axis ? c.integer(*axis) : literal;
+int PointAxes::*integer_member(const std::string& axis) {
+  if (axis == "batch") return &PointAxes::batch;
+  if (axis == "heads") return &PointAxes::heads;
+  if (axis == "seq_len") return &PointAxes::seq_len;
+  if (axis == "seq_len_kv") return &PointAxes::seq_len_kv;
+  if (axis == "head_dim") return &PointAxes::head_dim;
+  if (axis == "block_r") return &PointAxes::block_r;
+  if (axis == "block_c") return &PointAxes::block_c;
+  throw std::logic_error("not an integer axis: " + axis);
 }
 
-bool holds(const ResolvedConstraint& r, const Combination& c) {
-  const Constraint& k = *r.constraint;
-  const long long a = operand(c, r.lhs, k.lhs_literal);
-  const long long b = operand(c, r.rhs, k.rhs_literal);
-  switch (k.op) {
+long long operand(const PointAxes& axes, int PointAxes::*member, long long literal) {
+  return member ? axes.*member : literal;
+}
+
+bool holds(const ResolvedConstraint& r, const PointAxes& axes) {
+  const Constraint& c = *r.constraint;
+  const long long a = operand(axes, r.lhs, c.lhs_literal);
+  const long long b = operand(axes, r.rhs, c.rhs_literal);
+  switch (c.op) {
     case CompareOp::lt:
       return a < b;
     case CompareOp::le:
@@ -186,35 +94,10 @@ bool holds(const ResolvedConstraint& r, const Combination& c) {
   return false;
 }
 
-// A point of the combination without its trial: everything but index, trial, seed and the ids.
-struct PointTemplate {
-  Point point;
-  std::uint64_t id_prefix = 0;     // FNV-1a state after {"axes":<axes_text>
-  std::uint64_t input_prefix = 0;  // the same over the text without tiles
-};
-
-PointTemplate make_template(const Combination& c, std::string& scratch) {
-  PointTemplate t;
-  Point& p = t.point;
-  const Prepared& x = c.prepared;
-  p.shape.batch = static_cast<int>(c.integer(x.batch));
-  p.shape.heads = static_cast<int>(c.integer(x.heads));
-  p.shape.seq_q = static_cast<int>(c.integer(x.seq_len));
-  p.shape.seq_kv = static_cast<int>(c.integer(x.seq_len_kv));
-  p.shape.head_dim = static_cast<int>(c.integer(x.head_dim));
-  p.distribution = x.axes[x.distribution].distributions[c.index[x.distribution]];
-  p.options.causal = c.integer(x.causal) != 0;
-  p.options.scale_placement = c.text(x.scale_placement) == "\"query\""
-                                  ? attention::ScalePlacement::query
-                                  : attention::ScalePlacement::scores;
-  p.options.block_r = static_cast<int>(c.integer(x.block_r));
-  p.options.block_c = static_cast<int>(c.integer(x.block_c));
-  p.axes_text = axes_text(c);
-  // The id hashes json{{"axes", axes}, {"seed", seed}}.dump(): {"axes":{...},"seed":N}.
-  t.id_prefix = fnv1a64(p.axes_text, fnv1a64("{\"axes\":"));
-  axes_text(c, /*tiles=*/false, scratch);
-  t.input_prefix = fnv1a64(scratch, fnv1a64("{\"axes\":"));
-  return t;
+// The id hashes json{{"axes", axes}, {"seed", seed}}.dump(), i.e. {"axes":<canonical>,"seed":N}:
+// the FNV state after the axes part is kept, so each trial costs only its seed's digits.
+std::uint64_t axes_prefix(const std::string& canonical) {
+  return fnv1a64(canonical, fnv1a64("{\"axes\":"));
 }
 
 std::string with_seed(std::uint64_t prefix, std::uint64_t seed) {
@@ -222,20 +105,44 @@ std::string with_seed(std::uint64_t prefix, std::uint64_t seed) {
   return hex16(splitmix64_finalize(fnv1a64(tail, prefix)));
 }
 
+// The shapes of an inputs file, read once per file of the axis.
+class FileShapes {
+ public:
+  explicit FileShapes(const Config& config) : axis_(config.axis("inputs")) {}
+  const attention::Shape& shape_of(const std::string& path) {
+    auto it = shapes_.find(path);
+    if (it != shapes_.end()) return it->second;
+    std::size_t i = 0;
+    while (i < axis_.values.size() && std::get<InputsFile>(axis_.values[i]).path != path) ++i;
+    const std::string where =
+        axis_.values.size() > 1 ? axis_.path + "[" + std::to_string(i) + "]" : axis_.path;
+    try {
+      return shapes_.emplace(path, inputs_file_shape(path)).first->second;
+    } catch (const std::exception& e) {
+      throw ConfigError(where, e.what());
+    }
+  }
+
+ private:
+  const AxisValues& axis_;
+  std::map<std::string, attention::Shape> shapes_;
+};
+
 }  // namespace
 
-json Point::axes() const {
-  return json::parse(axes_text);
-}
-
-json SkippedPoint::axes() const {
-  return json::parse(axes_text);
+attention::Options Point::options() const {
+  attention::Options o;
+  o.causal = axes.causal;
+  o.scale_placement = axes.scale_placement;
+  o.block_r = axes.block_r;
+  o.block_c = axes.block_c;
+  return o;
 }
 
 std::string Point::describe() const {
   std::string out;
-  const json values = axes();
-  for (const auto& [key, value] : values.items()) {
+  const json canonical = axes.to_json();  // items() of a temporary would dangle
+  for (const auto& [key, value] : canonical.items()) {
     if (!out.empty()) out += ' ';
     out += key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
   }
@@ -263,61 +170,68 @@ Plan make_plan(const Config& config) {
     if (a.values.size() > 1) plan.varying_axes.push_back(a.name);
 
   const std::vector<Dimension> dims = dimensions(config);
-  const Prepared prepared = prepare(dims);
-  Combination combination{prepared, std::vector<std::size_t>(prepared.axes.size()),
-                          std::vector<std::size_t>(prepared.axes.size())};
+  FileShapes files(config);
+  std::vector<ResolvedConstraint> constraints;
+  for (const Constraint& c : config.constraints)
+    constraints.push_back({&c, c.lhs.empty() ? nullptr : integer_member(c.lhs),
+                           c.rhs.empty() ? nullptr : integer_member(c.rhs)});
   // Trial 0's points are built in place, one per kept combination; `prefixes` keeps what the
   // other trials need to derive their ids.
-  const std::size_t combinations =
+  const auto combinations =
       static_cast<std::size_t>(plan_size_bound(config)) / config.seeds.size();
   plan.points.reserve(combinations);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> prefixes;  // (id, input key) per point
   prefixes.reserve(combinations);
   // Axis values are distinct within each axis (the config checks), so two combinations can
-  // coincide only through seq_len_kv's "seq_len" beside explicit lengths. Then each combination
-  // is looked up among the kept ones by the hash of its text (a search through the earlier ones
-  // made expansion quadratic: 10^6 points never finished); equal hashes compare the texts.
-  const PreparedAxis& kv = prepared.axes[prepared.seq_len_kv];
-  const bool may_repeat = std::count(kv.alias_seq_len.begin(), kv.alias_seq_len.end(), true) > 0 &&
-                          std::count(kv.alias_seq_len.begin(), kv.alias_seq_len.end(), false) > 0;
+  // coincide only through seq_len_kv's "seq_len" beside explicit lengths. Then each is looked up
+  // among the kept ones by the hash of its canonical text (a search through all earlier ones made
+  // expansion quadratic: 10^6 points never finished).
+  const AxisValues& kv = config.axis("seq_len_kv");
+  const auto same = [](const AxisValue& v) { return std::holds_alternative<SameAsSeqLen>(v); };
+  const bool may_repeat = std::any_of(kv.values.begin(), kv.values.end(), same) &&
+                          !std::all_of(kv.values.begin(), kv.values.end(), same);
   std::unordered_multimap<std::uint64_t, std::size_t> seen;  // id prefix -> point index
-  const auto is_repeat = [&](const PointTemplate& t) {
-    const auto [first, last] = seen.equal_range(t.id_prefix);
-    return std::any_of(first, last, [&](const auto& entry) {
-      return plan.points[entry.second].axes_text == t.point.axes_text;
-    });
-  };
-  std::vector<ResolvedConstraint> constraints;
-  for (const Constraint& c : config.constraints) {
-    ResolvedConstraint r{&c, std::nullopt, std::nullopt};
-    if (!c.lhs.empty()) r.lhs = prepared.by_name.at(c.lhs);
-    if (!c.rhs.empty()) r.rhs = prepared.by_name.at(c.rhs);
-    constraints.push_back(r);
-  }
-  std::string scratch;
+
   std::vector<std::size_t> digit(dims.size(), 0);
   for (bool done = false; !done;) {
-    select(combination, digit);
-    auto violated =
+    PointAxes axes;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      for (const AxisValues* a : dims[d].axes) set_axis(axes, a->name, a->values[digit[d]]);
+    resolve_axes(axes);
+    if (axes.from_file()) {
+      const attention::Shape& shape = files.shape_of(axes.inputs.path);
+      axes.batch = shape.batch;
+      axes.heads = shape.heads;
+      axes.seq_len = shape.seq_q;
+      axes.seq_len_kv = shape.seq_kv;
+      axes.head_dim = shape.head_dim;
+    }
+    const auto violated =
         std::find_if(constraints.begin(), constraints.end(),
-                     [&](const ResolvedConstraint& c) { return !holds(c, combination); });
+                     [&](const ResolvedConstraint& c) { return !holds(c, axes); });
     if (violated != constraints.end()) {
-      plan.skipped.push_back({axes_text(combination), violated->constraint->reason});
+      plan.skipped.push_back({axes, violated->constraint->reason});
     } else {
-      PointTemplate t = make_template(combination, scratch);
-      if (may_repeat && is_repeat(t)) {
+      const std::uint64_t id_prefix = axes_prefix(axes.canonical_text(/*tiles=*/true));
+      const auto [first, last] = seen.equal_range(id_prefix);
+      const bool repeat = may_repeat && std::any_of(first, last, [&](const auto& entry) {
+                            return plan.points[entry.second].axes == axes;
+                          });
+      if (repeat) {
         // e.g. seq_len_kv: ["seq_len", 512] with seq_len 512 names one point twice.
-        plan.skipped.push_back(
-            {std::move(t.point.axes_text), "same axis values as an earlier point"});
+        plan.skipped.push_back({axes, "same axis values as an earlier point"});
       } else {
-        if (may_repeat) seen.emplace(t.id_prefix, plan.points.size());
-        t.point.seed = config.seeds[0];
-        t.point.trial = 0;
-        t.point.id = with_seed(t.id_prefix, t.point.seed);
-        t.point.input_key = with_seed(t.input_prefix, t.point.seed);
-        t.point.index = plan.points.size();
-        plan.points.push_back(std::move(t.point));
-        prefixes.emplace_back(t.id_prefix, t.input_prefix);
+        if (may_repeat) seen.emplace(id_prefix, plan.points.size());
+        Point p;
+        p.axes = std::move(axes);
+        p.seed = config.seeds[0];
+        p.trial = 0;
+        p.index = plan.points.size();
+        const std::uint64_t input_prefix = axes_prefix(p.axes.canonical_text(/*tiles=*/false));
+        p.id = with_seed(id_prefix, p.seed);
+        p.input_key = with_seed(input_prefix, p.seed);
+        plan.points.push_back(std::move(p));
+        prefixes.emplace_back(id_prefix, input_prefix);
       }
     }
     // Odometer, last dimension fastest.
@@ -367,7 +281,7 @@ std::size_t shard_of(const Point& point, std::size_t count) {
 }
 
 double point_flops(const Point& point) {
-  return attention::forward_flops(point.shape, point.options.causal);
+  return attention::forward_flops(point.shape(), point.axes.causal);
 }
 
 }  // namespace attndev::experiment

@@ -13,7 +13,7 @@
 
 #include "attention/attention.hpp"
 #include "experiment/config.hpp"
-#include "experiment/inputs.hpp"
+#include "experiment/axes.hpp"
 
 namespace attndev::experiment {
 
@@ -22,25 +22,19 @@ struct Point {
   std::string id;         // 16 hex digits
   std::size_t trial = 0;  // index into Config::seeds
   std::uint64_t seed = 0;
-  attention::Shape shape;
-  Distribution distribution;
-  attention::Options options;  // causal, scale placement, tiles (threads left at 0)
-  // Canonical axis values (seq_len_kv resolved) as compact JSON with sorted keys: the text the id
-  // hashes. Held as text, not as a JSON object: a plan of 10^6 points would otherwise hold 10^7
-  // small allocations.
-  std::string axes_text;
+  PointAxes axes;  // typed, seq_len_kv resolved, shapes of an inputs file filled in
   // Same for points that share Q, K, V and hence the golden and tile-independent variants:
   // everything but the tile sizes.
   std::string input_key;
 
-  nlohmann::json axes() const;   // axes_text parsed
-  std::string describe() const;  // "seq_len=512 head_dim=64 block_c=64 ... seed=0"
+  attention::Shape shape() const { return axes.shape(); }
+  attention::Options options() const;  // causal, scale placement, tiles (threads left at 0)
+  std::string describe() const;        // "batch=1 block_c=64 ... seed=0"
 };
 
 struct SkippedPoint {
-  std::string axes_text;  // as Point::axes_text
+  PointAxes axes;
   std::string reason;
-  nlohmann::json axes() const;
 };
 
 struct Plan {
@@ -56,8 +50,10 @@ inline constexpr double kMaxPlanPoints = 1e7;
 // Axis combinations x trials before constraints, in double (it can exceed any integer type).
 double plan_size_bound(const Config& config);
 
-// Throws ConfigError("constraints", ...) when the constraints exclude every point, and
-// ConfigError("axes", ...) when plan_size_bound exceeds kMaxPlanPoints.
+// Throws ConfigError("constraints", ...) when the constraints exclude every point,
+// ConfigError("axes", ...) when plan_size_bound exceeds kMaxPlanPoints, and
+// ConfigError("axes.inputs...", ...) when an inputs file cannot be read (its shapes are read here,
+// so that constraints and FLOP counts see them).
 Plan make_plan(const Config& config);
 
 // Which of `count` shards a point belongs to: its id modulo count, so membership is a property of

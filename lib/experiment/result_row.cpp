@@ -19,6 +19,7 @@ const std::vector<std::string>& result_columns() {
     c.emplace_back("count");
     c.emplace_back("ratio_to");
     for (std::string_view m : kRatioMetrics) c.push_back("ratio_" + std::string(m));
+    for (std::string_view m : kReferenceColumns) c.emplace_back(m);
     c.emplace_back("runtime_ms");
     c.emplace_back("gflops");
     c.emplace_back("flops");
@@ -37,22 +38,26 @@ double max_rel_floor(numerics::Format output_format, double max_abs_reference) {
 }
 
 Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
-              const metrics::Deviation* d) {
+              const metrics::Deviation* d, const ReferenceComparison* reference) {
   Json row;
   row["record"] = "row";
   row["point_id"] = point.id;
   row["point_index"] = point.index;
   row["trial"] = point.trial;
   row["seed"] = point.seed;
-  const nlohmann::json axes = point.axes();
-  for (std::string_view axis : kAxisNames)
-    row[std::string(axis)] = Json::parse(axes.at(std::string(axis)).dump());
+  // Typed axes to JSON once, here; an axis the canonical form leaves out (inputs when drawn,
+  // distribution when read from a file) has no cell.
+  const nlohmann::json axes = point.axes.to_json();
+  for (std::string_view axis : kAxisNames) {
+    const auto it = axes.find(std::string(axis));
+    if (it != axes.end()) row[std::string(axis)] = Json::parse(it->dump());
+  }
   row["variant"] = variant.name;
-  row["algorithm"] = attention::algorithm_name(variant.algorithm);
+  row["algorithm"] = variant_algorithm_name(variant);
   row["policy"] = variant.policy_label;
   row["backend"] = backend_name(variant.backend);
   row["baseline"] = variant.baseline;
-  row["status"] = outcome.status;
+  row["status"] = outcome.status.text();
   if (d) {
     row["max_abs"] = io::number_json(d->max_abs);
     row["mean_abs"] = io::number_json(d->mean_abs);
@@ -66,8 +71,17 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
     row["worst_index"] = d->worst_index;
     row["count"] = d->count;
   }
+  if (reference) {
+    row["reference"] = reference->reference;
+    row["ref_max_abs"] = io::number_json(reference->difference.max_abs);
+    row["ref_mean_abs"] = io::number_json(reference->difference.mean_abs);
+    row["identical_fraction"] = io::number_json(reference->ulps.identical_fraction);
+    row["max_ulp"] = reference->ulps.max_ulp;
+    row["mean_ulp"] = io::number_json(reference->ulps.mean_ulp);
+    row["ulp_histogram"] = reference->ulps.histogram_text();
+  }
   const double flops = point_flops(point);
-  if (outcome.status == "ok") {
+  if (outcome.status.is_ok()) {
     row["runtime_ms"] = io::number_json(outcome.runtime_ms);
     row["gflops"] =
         io::number_json(outcome.runtime_ms > 0 ? flops / (outcome.runtime_ms * 1e6) : 0.0);
@@ -82,7 +96,7 @@ void fill_ratios(std::vector<Json>& rows, const Config& config) {
     if (ref < 0) continue;
     rows[v]["ratio_to"] = config.variants[static_cast<std::size_t>(ref)].name;
     const Json& base = rows[static_cast<std::size_t>(ref)];
-    if (rows[v]["status"] != "ok" || base["status"] != "ok") continue;
+    if (!row_status(rows[v]).is_ok() || !row_status(base).is_ok()) continue;
     for (std::string_view m : kRatioMetrics) {
       const std::string key(m);
       double a = 0, b = 0;
@@ -103,11 +117,13 @@ void fill_ratios(std::vector<Json>& rows, const Config& config) {
   }
 }
 
-std::string status_kind(const Json& row) {
-  const std::string s = row.value("status", "");
-  if (s == "ok") return "ok";
-  if (s.rfind("skipped", 0) == 0) return "skipped";
-  return "failed";
+Status row_status(const Json& row) {
+  const auto it = row.find("status");
+  if (it == row.end() || !it->is_string()) return Status::failed("row without a status");
+  Status s;
+  if (!parse_status(it->get<std::string>(), s))
+    return Status::failed("unrecognized status \"" + it->get<std::string>() + "\"");
+  return s;
 }
 
 }  // namespace attndev::experiment

@@ -1,8 +1,8 @@
 // One result row (point x variant), the unit of results.jsonl, results.csv and results.json.
 //
 // Column order is fixed here and only here: identity, axes, variant, status, deviation metrics,
-// ratios to the reference variant, timing. Rows are JSON objects so that report/merge/compare
-// can rebuild every table from the JSONL alone.
+// ratios to the ratio reference, comparison with the reference variant, timing. Rows are JSON
+// objects so that report/merge/compare can rebuild every table from the JSONL alone.
 #pragma once
 
 #include <string>
@@ -13,6 +13,7 @@
 #include "experiment/variant_runner.hpp"
 #include "io/json_values.hpp"
 #include "metrics/deviation.hpp"
+#include "metrics/ulp.hpp"
 
 namespace attndev::experiment {
 
@@ -22,9 +23,18 @@ const std::vector<std::string>& result_columns();
 // Columns a compare of two result sets ignores: they legitimately differ between runs.
 bool is_timing_column(const std::string& column);
 
-// `deviation` is null unless outcome.status == "ok".
+// A variant's output against its reference variant's output (Config::output_reference).
+struct ReferenceComparison {
+  std::string reference;          // the reference variant's name
+  metrics::Deviation difference;  // |O - O_ref| (max_abs, mean_abs, ...)
+  metrics::UlpComparison ulps;    // in the variant's output format
+};
+
+// `deviation` (vs the golden) is null when the variant produced no output; `reference` is null
+// when the variant has no reference variant or one of the two has no output.
 io::Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
-                  const metrics::Deviation* deviation);
+                  const metrics::Deviation* deviation,
+                  const ReferenceComparison* reference = nullptr);
 
 // Fills ratio_to and ratio_<metric> of each row of one point from its reference variant's row
 // (Config::ratio_reference). rows[v] belongs to config.variants[v].
@@ -35,7 +45,8 @@ void fill_ratios(std::vector<io::Json>& rows, const Config& config);
 // the largest |ref| of the tensor.
 double max_rel_floor(numerics::Format output_format, double max_abs_reference);
 
-// status "ok" / "skipped: ..." / "failed: ..." -> "ok" / "skipped" / "failed".
-std::string status_kind(const io::Json& row);
+// The row's status, parsed back once into the type the runner wrote. A status this version did
+// not write (a hand-edited or foreign row) reads as failed, naming what it found.
+Status row_status(const io::Json& row);
 
 }  // namespace attndev::experiment

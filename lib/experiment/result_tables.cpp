@@ -87,12 +87,12 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
   std::size_t ok = 0, skipped = 0, failed = 0;
   std::map<std::string, int> problems;
   for (const Json& row : results.rows) {
-    const std::string kind = status_kind(row);
-    if (kind == "ok") {
+    const Status status = row_status(row);
+    if (status.is_ok()) {
       ++ok;
     } else {
-      (kind == "skipped" ? skipped : failed) += 1;
-      ++problems[row["variant"].get<std::string>() + ": " + row["status"].get<std::string>()];
+      (status.kind == StatusKind::skipped ? skipped : failed) += 1;
+      ++problems[row["variant"].get<std::string>() + ": " + status.text()];
     }
   }
   md += "- points: " + std::to_string(results.done_points.size()) + " of " +
@@ -159,8 +159,8 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
         while (v < config.variants.size() && config.variants[v].name != (*row)["variant"]) ++v;
         if (v == config.variants.size()) continue;
         double x = 0;
-        if (status_kind(*row) != "ok") {
-          cells[v].not_ok = status_kind(*row);
+        if (const Status status = row_status(*row); !status.is_ok()) {
+          cells[v].not_ok = status_kind_name(status.kind);
         } else if (row->contains(metric) && io::json_to_double((*row)[metric], x)) {
           cells[v].sum += x;
           ++cells[v].n;

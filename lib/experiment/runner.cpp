@@ -8,10 +8,12 @@
 #include <optional>
 #include <unordered_map>
 
-#include "experiment/inputs.hpp"
+#include "experiment/dump.hpp"
+#include "experiment/inputs_file.hpp"
 #include "experiment/result_row.hpp"
 #include "experiment/result_tables.hpp"
 #include "experiment/results_store.hpp"
+#include "experiment/tensor_io.hpp"
 #include "experiment/variant_runner.hpp"
 #include "io/jsonl.hpp"
 
@@ -21,26 +23,40 @@ using io::Json;
 
 namespace {
 
-// What an input set computes once: inputs and golden per input format, and the rows of
-// tile-independent variants.
+// One variant at one point: its outcome (output kept until the point's rows are written, for
+// variant-vs-variant comparison and dumps) and its deviation from the golden.
+struct Evaluated {
+  VariantOutcome outcome;
+  std::optional<metrics::Deviation> deviation;
+};
+
+// What an input set (the points sharing Q, K, V) computes once: the inputs and golden per input
+// format, the inputs file external commands read, and the results of tile-independent variants.
 struct InputSetCache {
   struct Reference {
     attention::Inputs inputs;
     attention::Output golden;
     double max_abs_golden = 0;
+    std::filesystem::path file;  // inputs written for external commands ("" until needed)
   };
+  std::optional<attention::Inputs> from_file;  // the file's values, before any rounding
   std::map<numerics::Format, Reference> by_format;
-  std::unordered_map<std::size_t, std::pair<VariantOutcome, std::optional<metrics::Deviation>>>
-      shared;
+  std::unordered_map<std::size_t, Evaluated> shared;
+  std::filesystem::path work_dir;  // external commands' files for this input set
 };
 
-const InputSetCache::Reference& reference_for(InputSetCache& cache, const Point& point,
-                                              numerics::Format input_format, int threads) {
+InputSetCache::Reference& reference_for(InputSetCache& cache, const Point& point,
+                                        numerics::Format input_format, int threads) {
   auto it = cache.by_format.find(input_format);
   if (it != cache.by_format.end()) return it->second;
   InputSetCache::Reference ref;
-  ref.inputs = make_inputs(point.shape, point.distribution, point.seed, input_format);
-  attention::Options options = point.options;
+  if (point.axes.from_file()) {
+    if (!cache.from_file) cache.from_file = read_inputs_file(point.axes.inputs.path);
+    ref.inputs = round_inputs(*cache.from_file, input_format);
+  } else {
+    ref.inputs = make_inputs(point.shape(), point.axes.distribution, point.seed, input_format);
+  }
+  attention::Options options = point.options();
   options.threads = threads;
   ref.golden = attention::golden(ref.inputs, options);
   for (double x : ref.golden.o.data)
@@ -48,25 +64,64 @@ const InputSetCache::Reference& reference_for(InputSetCache& cache, const Point&
   return cache.by_format.emplace(input_format, std::move(ref)).first->second;
 }
 
-std::pair<VariantOutcome, std::optional<metrics::Deviation>> evaluate(const Variant& variant,
-                                                                      const Point& point,
-                                                                      InputSetCache& cache,
-                                                                      int threads) {
-  const InputSetCache::Reference& ref = reference_for(cache, point, variant.policy.input, threads);
-  attention::Options options = point.options;
-  options.threads = threads;
-  VariantOutcome outcome = run_variant(variant, ref.inputs, options);
-  std::optional<metrics::Deviation> deviation;
-  if (outcome.status == "ok") {
+io::TensorMetadata point_metadata(const Point& point, const Json& provenance) {
+  return {{"point_id", point.id},
+          {"seed", std::to_string(point.seed)},
+          {"axes", point.axes.to_json().dump()},
+          {"provenance", provenance.dump()}};
+}
+
+Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& cache,
+                   const RunOptions& options) {
+  InputSetCache::Reference& ref =
+      reference_for(cache, point, variant.policy.input, options.threads);
+  attention::Options run_options = point.options();
+  run_options.threads = options.threads;
+  Evaluated e;
+  if (variant.external) {
+    ExternalContext context;
+    context.axes = point.axes.to_json();
+    context.stop_requested = options.stop_requested;
+    context.work_dir = cache.work_dir / dump_file_stem(variant.name);
+    std::filesystem::create_directories(context.work_dir);
+    if (ref.file.empty()) {
+      ref.file =
+          cache.work_dir /
+          ("inputs-" + std::string(numerics::format_name(variant.policy.input)) + ".safetensors");
+      write_inputs_file(ref.file, ref.inputs, variant.policy.input,
+                        point_metadata(point, io::to_json(options.provenance)));
+    }
+    context.inputs_file = ref.file;
+    e.outcome = run_variant(variant, ref.inputs, run_options, &context);
+  } else {
+    e.outcome = run_variant(variant, ref.inputs, run_options);
+  }
+  // An output is measured when there is one of the right size: every ok row, and an external
+  // command's output that holds NaN/inf (failed, but its nan_count is the finding).
+  if (e.outcome.output.o.data.size() == ref.golden.o.data.size()) {
     try {
-      deviation = metrics::compare(outcome.output.o.data, ref.golden.o.data,
-                                   max_rel_floor(variant.policy.output, ref.max_abs_golden));
-    } catch (const std::exception& e) {
-      outcome.status = std::string("failed: comparing to the golden: ") + e.what();
+      e.deviation = metrics::compare(e.outcome.output.o.data, ref.golden.o.data,
+                                     max_rel_floor(variant.policy.output, ref.max_abs_golden));
+    } catch (const std::exception& ex) {
+      e.outcome.status = Status::failed(std::string("comparing to the golden: ") + ex.what());
     }
   }
-  outcome.output = {};  // rows keep metrics, not tensors
-  return {std::move(outcome), deviation};
+  return e;
+}
+
+// |O - O_ref| and ulps of O against the reference variant's output, both measured.
+std::optional<ReferenceComparison> compare_to_reference(const Variant& variant,
+                                                        const Evaluated& self,
+                                                        const Variant& reference,
+                                                        const Evaluated& ref) {
+  const auto& x = self.outcome.output.o.data;
+  const auto& r = ref.outcome.output.o.data;
+  if (x.empty() || r.empty() || x.size() != r.size()) return std::nullopt;
+  ReferenceComparison c;
+  c.reference = reference.name;
+  c.difference = metrics::compare(x, r, /*max_rel_floor=*/0.0);
+  c.ulps = metrics::compare_ulps(x, r, variant.policy.output);
+  return c;
 }
 
 }  // namespace
@@ -116,52 +171,99 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     groups[it->second].push_back(p);
   }
 
+  // External commands' files: private to this shard, removed when it ends (and, left over from
+  // a killed run, when the shard starts again).
+  const bool any_external = std::any_of(config.variants.begin(), config.variants.end(),
+                                        [](const Variant& v) { return v.external.has_value(); });
+  const std::filesystem::path work_root =
+      options.dir /
+      (".external." + std::to_string(options.shard_index) + "-of-" + std::to_string(shard_count));
+  if (any_external) std::filesystem::remove_all(work_root);
+  const Json provenance = io::to_json(options.provenance);
+
   auto stop = [&] { return options.stop_requested && options.stop_requested(); };
   std::size_t done = report.already_done;
   if (options.on_progress) options.on_progress(done, report.shard_points);
   for (const auto& group : groups) {
     if (report.interrupted) break;
     InputSetCache cache;
+    cache.work_dir = work_root / group.front()->input_key;
     for (const Point* point : group) {
-      std::vector<Json> rows;
-      for (std::size_t v = 0; v < config.variants.size(); ++v) {
+      std::vector<Evaluated> results(config.variants.size());
+      for (std::size_t v = 0; v < config.variants.size() && !report.interrupted; ++v) {
         if (stop()) {
           report.interrupted = true;
           break;
         }
         const Variant& variant = config.variants[v];
-        std::pair<VariantOutcome, std::optional<metrics::Deviation>> result;
         if (tile_independent(variant)) {
           auto it = cache.shared.find(v);
           if (it == cache.shared.end())
-            it = cache.shared.emplace(v, evaluate(variant, *point, cache, options.threads)).first;
-          result = it->second;
+            it = cache.shared.emplace(v, evaluate(variant, *point, cache, options)).first;
+          results[v] = it->second;
         } else {
-          result = evaluate(variant, *point, cache, options.threads);
+          results[v] = evaluate(variant, *point, cache, options);
         }
-        if (result.first.status != "ok")
-          spdlog::debug("{} at {}: {}", variant.name, point->describe(), result.first.status);
-        rows.push_back(
-            make_row(*point, variant, result.first, result.second ? &*result.second : nullptr));
+        // An external command killed because of the signal must not land as a failed row.
+        if (variant.external && stop()) report.interrupted = true;
+        if (!results[v].outcome.status.is_ok())
+          spdlog::debug("{} at {}: {}", variant.name, point->describe(),
+                        results[v].outcome.status.text());
       }
       if (report.interrupted) break;  // the point in flight is not written: a rerun redoes it
+
+      if (config.dump) {
+        DumpWriter dump;
+        dump.dir = options.dir / "dump" / point->id;
+        dump.base = point_metadata(*point, provenance);
+        for (const auto& [format, ref] : cache.by_format) {
+          dump.inputs(ref.inputs, format);
+          dump.golden(ref.golden.o, format);
+        }
+        for (std::size_t v = 0; v < config.variants.size(); ++v)
+          if (!results[v].outcome.output.o.data.empty())
+            dump.variant(config.variants[v], results[v].outcome.status,
+                         results[v].outcome.output.o);
+      }
+
+      std::vector<Json> rows;
+      for (std::size_t v = 0; v < config.variants.size(); ++v) {
+        std::optional<ReferenceComparison> ref;
+        const int r = config.output_reference(v);
+        if (r >= 0)
+          ref = compare_to_reference(config.variants[v], results[v],
+                                     config.variants[static_cast<std::size_t>(r)],
+                                     results[static_cast<std::size_t>(r)]);
+        rows.push_back(make_row(*point, config.variants[v], results[v].outcome,
+                                results[v].deviation ? &*results[v].deviation : nullptr,
+                                ref ? &*ref : nullptr));
+      }
       fill_ratios(rows, config);
       out.append(rows);
       ++report.ran;
       ++done;
       if (options.on_progress) options.on_progress(done, report.shard_points);
     }
+    if (any_external) std::filesystem::remove_all(cache.work_dir);
   }
   out.close();
+  if (any_external) std::filesystem::remove_all(work_root);
 
   const StoredResults now = load_results(options.dir, config, plan);
   for (const Json& row : now.rows) {
     const Point& p = plan.points[row["point_index"].get<std::size_t>()];
     if (shard_of(p, shard_count) != options.shard_index) continue;
-    const std::string kind = status_kind(row);
-    (kind == "ok"        ? report.rows_ok
-     : kind == "skipped" ? report.rows_skipped
-                         : report.rows_failed) += 1;
+    switch (row_status(row).kind) {
+      case StatusKind::ok:
+        ++report.rows_ok;
+        break;
+      case StatusKind::skipped:
+        ++report.rows_skipped;
+        break;
+      case StatusKind::failed:
+        ++report.rows_failed;
+        break;
+    }
   }
   if (shard_count == 1) {
     write_result_tables(options.dir, config, plan, now, options.provenance);

@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "experiment/external.hpp"
+
 #if ATTNDEV_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
 #endif
@@ -12,11 +14,59 @@
 namespace attndev::experiment {
 
 bool tile_independent(const Variant& variant) {
+  if (variant.external) return !variant.external->tile_dependent;
   return variant.algorithm == attention::Algorithm::baseline;
 }
 
+namespace {
+
+VariantOutcome run_cuda_variant(const Variant& variant, const attention::Inputs& inputs,
+                                const attention::Options& options) {
+  VariantOutcome outcome;
+#if ATTNDEV_HAVE_CUDA
+  // lib/cuda answers "skipped: <why>" for a missing device or an unsupported (kernel, policy,
+  // shape, tile), so such rows never count as compared. GPU time from CUDA events.
+  std::optional<cuda::Kernel> kernel;
+  if (variant.kernel.empty()) {
+    kernel = cuda::kernel_for(variant.algorithm);
+  } else {
+    cuda::Kernel k;
+    if (cuda::parse_kernel(variant.kernel, k)) kernel = k;
+  }
+  if (!kernel) {
+    outcome.status = Status::skipped("no CUDA kernel for " + variant_algorithm_name(variant));
+    return outcome;
+  }
+  cuda::TimingOptions timing;
+  timing.enabled = true;
+  timing.warmup = 1;
+  timing.repeats = 3;
+  cuda::CudaRunResult r = cuda::run_cuda(*kernel, variant.policy, inputs, options, timing);
+  switch (r.status) {
+    case cuda::RunStatus::ok:
+      outcome.output = std::move(r.output);
+      outcome.runtime_ms = r.runtime_ms;
+      break;
+    case cuda::RunStatus::skipped:
+      outcome.status = Status::skipped(r.reason);
+      break;
+    case cuda::RunStatus::failed:
+      outcome.status = Status::failed(r.reason);
+      break;
+  }
+#else
+  (void)inputs;
+  (void)options;
+  outcome.status = Status::skipped("CUDA backend not built (" + variant_algorithm_name(variant) +
+                                   " needs nvcc at configure time and a GPU)");
+#endif
+  return outcome;
+}
+
+}  // namespace
+
 VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inputs,
-                           const attention::Options& options) {
+                           const attention::Options& options, const ExternalContext* external) {
   VariantOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -24,36 +74,23 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
       case Backend::cpu:
         outcome.output = attention::run(variant.algorithm, variant.policy, inputs, options);
         break;
-      case Backend::cuda: {
-#if ATTNDEV_HAVE_CUDA
-        // lib/cuda answers "skipped: <why>" for a missing device or an unsupported (algorithm,
-        // policy, shape, tile), so such rows never count as compared. GPU time from CUDA events.
-        cuda::TimingOptions timing;
-        timing.enabled = true;
-        timing.warmup = 1;
-        timing.repeats = 3;
-        const std::optional<cuda::Kernel> kernel = cuda::kernel_for(variant.algorithm);
-        if (!kernel) {
-          outcome.status = std::string("skipped: no CUDA kernel for ") +
-                           attention::algorithm_name(variant.algorithm);
+      case Backend::cuda:
+        return run_cuda_variant(variant, inputs, options);
+      case Backend::external: {
+        if (!external || !variant.external) {
+          outcome.status = Status::failed(
+              "an external variant runs only inside a sweep (attndev run) or attndev match");
           return outcome;
         }
-        cuda::CudaRunResult r = cuda::run_cuda(*kernel, variant.policy, inputs, options, timing);
-        if (r.status != cuda::RunStatus::ok) {
-          outcome.status = r.status_text();
-          return outcome;
-        }
+        ExternalResult r =
+            run_external(*variant.external, variant.policy.input, *external, inputs.shape());
+        outcome.status = std::move(r.status);
         outcome.output = std::move(r.output);
-        outcome.runtime_ms = r.runtime_ms;
-        return outcome;
-#else
-        outcome.status = "skipped: CUDA backend not built";
-        return outcome;
-#endif
+        break;
       }
     }
   } catch (const std::exception& e) {
-    outcome.status = std::string("failed: ") + e.what();
+    outcome.status = Status::failed(e.what());
     return outcome;
   }
   outcome.runtime_ms =

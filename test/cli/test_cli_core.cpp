@@ -193,6 +193,63 @@ TEST_CASE("attndev point prints a table with variant, baseline and ratio", "[cli
     CHECK_THAT(r.out, Catch::Contains(needle));
 }
 
+TEST_CASE("point runs flash2-tc through the variant runner: skipped with a reason without a GPU",
+          "[cli]") {
+  const RunResult cpu = run_attndev("point --algo flash2-tc --n 64 --d 64");
+  CHECK(cpu.code == 2);
+  CHECK_THAT(cpu.err, Catch::Contains("--backend: \"flash2-tc\" is a CUDA kernel"));
+  const RunResult r = run_attndev("point --algo flash2-tc --backend cuda --n 64 --d 64 --json");
+  INFO(r.err);
+  if (r.code == 0) {
+    CHECK(parse_json(r)["point"]["algorithm"] == "flash2-tc (cuda)");  // a machine with a GPU
+  } else {
+    CHECK(r.code == 3);  // nothing compared
+    CHECK_THAT(r.err, Catch::Contains("attndev point: skipped: "));
+    CHECK_THAT(r.err, Catch::Contains("nothing compared"));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("point --dump writes safetensors that --inputs reads back to the same result", "[cli]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("attndev_cli_dump_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const json first = parse_json(run_attndev(
+      "point --algo flash1 --policy working-bf16 --n 40 --n-kv 24 --heads 2 --d 8 --br 8 --bc 8 "
+      "--seed 4 --dist 'uniform(0,1)' --json --dump '" +
+      dir.string() + "'"));
+  for (const char* f : {"inputs-bf16.safetensors", "golden-bf16.safetensors",
+                        "flash1-working-bf16.safetensors", "baseline.safetensors"})
+    CHECK(fs::exists(dir / f));
+  const json again =
+      parse_json(run_attndev("point --algo flash1 --policy working-bf16 --br 8 --bc 8 "
+                             "--json --inputs '" +
+                             (dir / "inputs-bf16.safetensors").string() + "'"));
+  CHECK(again["point"]["seq_q"] == 40);
+  CHECK(again["point"]["seq_kv"] == 24);
+  CHECK(again["point"]["heads"] == 2);
+  CHECK(again["point"]["distribution"] == "file");
+  for (const char* side : {"variant", "baseline"})
+    for (const char* m : {"max_abs", "mean_abs", "rmse", "worst_index"}) {
+      CAPTURE(side, m);
+      CHECK(again[side][m] == first[side][m]);
+    }
+  // Shapes come from the file: shape flags beside --inputs are a mistake.
+  const RunResult both =
+      run_attndev("point --inputs '" + (dir / "inputs-bf16.safetensors").string() + "' --n 16");
+  CHECK(both.code == 2);
+  CHECK_THAT(both.err, Catch::Contains("--inputs: the shapes and values come from the file"));
+  const RunResult missing =
+      run_attndev("point --inputs '" + (dir / "nope.safetensors").string() + "'");
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("no such file"));
+  const RunResult one =
+      run_attndev("point --inputs '" + (dir / "baseline.safetensors").string() + "'");
+  CHECK(one.code == 2);
+  CHECK_THAT(one.err, Catch::Contains("holds one tensor; Q, K and V are needed"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli]") {
   struct Bad {
     const char* args;

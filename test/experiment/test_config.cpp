@@ -46,9 +46,13 @@ TEST_CASE("a good config parses to typed values with defaults filled", "[config]
   const Config c = parse_config(kGood);
   CHECK(c.name == "t");
   CHECK(c.axis("seq_len").values.size() == 2);
-  CHECK(c.axis("block_r").values == std::vector<nlohmann::json>{64});
-  CHECK(c.axis("seq_len_kv").values == std::vector<nlohmann::json>{"seq_len"});
-  CHECK(c.axis("distribution").values.front() == "normal(0,1)");
+  // Typed once: integers, the "seq_len" marker, a parsed distribution, the scale placement.
+  CHECK(c.axis("block_r").values == std::vector<AxisValue>{64LL});
+  CHECK(c.axis("seq_len_kv").values == std::vector<AxisValue>{SameAsSeqLen{}});
+  CHECK(std::get<Distribution>(c.axis("distribution").values.front()) == Distribution{});
+  CHECK(std::get<attndev::attention::ScalePlacement>(c.axis("scale_placement").values.front()) ==
+        attndev::attention::ScalePlacement::scores);
+  CHECK(std::get<InputsFile>(c.axis("inputs").values.front()).path.empty());
   REQUIRE(c.variants.size() == 2);
   CHECK(c.variants[1].name == "flash2-" + c.variants[1].policy_label);
   CHECK(c.variants[1].policy.prob == attndev::numerics::Format::fp32);
@@ -72,10 +76,59 @@ TEST_CASE("overrides replace axes, scalars are one-value lists, bare words are s
   const std::vector<std::string> o = {"seq_len=[512,1024]", "block_c=64",
                                       "distribution=uniform(-1,1)"};
   const Config c = parse_config(kGood, o);
-  CHECK(c.axis("seq_len").values == std::vector<nlohmann::json>{512, 1024});
-  CHECK(c.axis("block_c").values == std::vector<nlohmann::json>{64});
-  CHECK(c.axis("distribution").values.front() == "uniform(-1,1)");
+  CHECK(c.axis("seq_len").values == std::vector<AxisValue>{512LL, 1024LL});
+  CHECK(c.axis("block_c").values == std::vector<AxisValue>{64LL});
+  CHECK(axis_value_json(c.axis("distribution").values.front()) == "uniform(-1,1)");
   CHECK(c.axis("seq_len").path == "-a seq_len");
+}
+
+TEST_CASE("flash2-tc is a cuda variant of the flash2 algorithm", "[config]") {
+  const Config c = parse_config(
+      with_variants(R"([{"algorithm": "flash2-tc", "policy": "kernel-bf16", "backend": "cuda"}])"));
+  REQUIRE(c.variants.size() == 1);
+  CHECK(c.variants[0].algorithm == attndev::attention::Algorithm::flash2);
+  CHECK(c.variants[0].kernel == "flash2-tc");
+  CHECK(c.variants[0].backend == Backend::cuda);
+  CHECK(c.variants[0].name == "flash2-tc-kernel-bf16-cuda");
+  CHECK(variant_algorithm_name(c.variants[0]) == "flash2-tc");
+}
+
+TEST_CASE("external variants: command, format, timeout, tile dependence", "[config][external]") {
+  const Config c = parse_config(with_variants(R"([
+      {"name": "ext", "external": "python3 k.py {inputs} {output} --causal {causal}",
+       "format": "bf16", "timeout": 2.5},
+      {"name": "tiled", "external": "k {inputs} {output} {block_r} {block_c}", "reference": "ext"}
+    ])"));
+  REQUIRE(c.variants.size() == 2);
+  const Variant& e = c.variants[0];
+  CHECK(e.backend == Backend::external);
+  REQUIRE(e.external);
+  CHECK(e.external->timeout_s == 2.5);
+  CHECK_FALSE(e.external->tile_dependent);
+  CHECK(e.policy.input == attndev::numerics::Format::bf16);
+  CHECK(e.policy.output == attndev::numerics::Format::bf16);
+  CHECK(e.policy_label == "bf16");
+  CHECK(variant_algorithm_name(e) == "external");
+  CHECK(c.variants[1].external->tile_dependent);
+  CHECK(c.variants[1].policy.output == attndev::numerics::Format::fp32);  // the default format
+  CHECK(c.output_reference(1) == 0);
+  CHECK(c.output_reference(0) == -1);
+}
+
+TEST_CASE("reference: golden by default, a variant for all, or per variant",
+          "[config][reference]") {
+  const std::string variants = R"([
+      {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16"},
+      {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"},
+      {"name": "f32", "algorithm": "flash2", "policy": "fp32", "reference": "golden"}])";
+  const Config none = parse_config(with_variants(variants));
+  for (std::size_t v = 0; v < 3; ++v) CHECK(none.output_reference(v) == -1);
+  const std::string with_reference = R"({"name": "t", "axes": {"seq_len": 8}, "reference": "base",
+      "variants": )" + variants + "}";
+  const Config all = parse_config(with_reference);
+  CHECK(all.output_reference(0) == -1);  // the reference itself
+  CHECK(all.output_reference(1) == 0);
+  CHECK(all.output_reference(2) == -1);  // its own "golden" wins
 }
 
 TEST_CASE("trials: count, count with first seed, explicit seeds", "[config]") {
@@ -230,6 +283,69 @@ TEST_CASE("bad configs name the JSON path and the fix", "[config][errors]") {
        "name",
        "letters, digits"},
       {"bad reference", with_top(R"("reference": "fp32")"), {}, "reference", "golden"},
+      {"flash2-tc without the cuda backend",
+       with_variants(R"([{"algorithm": "flash2-tc", "policy": "kernel-bf16"}])"),
+       {},
+       "variants[0].backend",
+       "is a CUDA kernel"},
+      {"external without {inputs}",
+       with_variants(R"([{"name": "x", "external": "run.sh {output}"}])"),
+       {},
+       "variants[0].external",
+       "must name the {inputs} file"},
+      {"external unknown placeholder",
+       with_variants(R"([{"name": "x", "external": "run {inputs} {output} {block}"}])"),
+       {},
+       "variants[0].external",
+       "unknown placeholder {block}"},
+      {"external unclosed placeholder",
+       with_variants(R"([{"name": "x", "external": "run {inputs} {output"}])"),
+       {},
+       "variants[0].external",
+       "unclosed '{'"},
+      {"external without a name",
+       with_variants(R"([{"external": "run {inputs} {output}"}])"),
+       {},
+       "variants[0].name",
+       "needs a name"},
+      {"external with a policy",
+       with_variants(R"([{"name": "x", "external": "run {inputs} {output}", "policy": "fp32"}])"),
+       {},
+       "variants[0].policy",
+       "unknown key \"policy\""},
+      {"external format without a tensor dtype",
+       with_variants(
+           R"([{"name": "x", "external": "run {inputs} {output}", "format": "fp8-e4m3"}])"),
+       {},
+       "variants[0].format",
+       "cannot be exchanged"},
+      {"external timeout",
+       with_variants(R"([{"name": "x", "external": "run {inputs} {output}", "timeout": 0}])"),
+       {},
+       "variants[0].timeout",
+       "seconds"},
+      {"variant named golden",
+       with_variants(R"([{"name": "golden", "algorithm": "flash2", "policy": "fp32"}])"),
+       {},
+       "variants[0].name",
+       "names the FP64 golden"},
+      {"variant reference names nothing",
+       with_variants(R"([{"algorithm": "flash2", "policy": "fp32", "reference": "base"}])"),
+       {},
+       "variants[0].reference",
+       "no variant named \"base\""},
+      {"inputs file and a shape axis",
+       with_axes(R"({"inputs": "q.safetensors", "seq_len": [64]})"),
+       {},
+       "axes.seq_len",
+       "comes from the inputs file"},
+      {"inputs file and several trials",
+       R"({"name": "t", "axes": {"inputs": "q.safetensors"}, "trials": 2,
+           "variants": [{"algorithm": "flash2", "policy": "fp32"}]})",
+       {},
+       "trials",
+       "use one trial"},
+      {"dump not a boolean", with_top(R"("dump": "yes")"), {}, "dump", "true or false"},
       {"override unknown axis", kGood, {"seqlen=[1]"}, "-a seqlen", "did you mean \"seq_len\""},
       {"override bad value", kGood, {"block_c=0"}, "-a block_c", ">= 1"},
       {"override syntax", kGood, {"block_c"}, "-a block_c", "AXIS=VALUE"},

@@ -27,15 +27,15 @@ TEST_CASE("cartesian product with the last axis fastest and trials outermost", "
       config_text(R"({"seq_len": [128, 256], "block_c": [16, 32, 64]})", R"("trials": 2)")));
   REQUIRE(plan.points.size() == 2 * 3 * 2);
   CHECK(plan.varying_axes == std::vector<std::string>{"seq_len", "block_c"});
-  CHECK(plan.points[0].shape.seq_q == 128);
-  CHECK(plan.points[0].options.block_c == 16);
-  CHECK(plan.points[1].options.block_c == 32);
-  CHECK(plan.points[3].shape.seq_q == 256);
+  CHECK(plan.points[0].axes.seq_len == 128);
+  CHECK(plan.points[0].axes.block_c == 16);
+  CHECK(plan.points[1].axes.block_c == 32);
+  CHECK(plan.points[3].axes.seq_len == 256);
   CHECK(plan.points[6].seed == 1);
   CHECK(plan.points[6].trial == 1);
   for (std::size_t i = 0; i < plan.points.size(); ++i) CHECK(plan.points[i].index == i);
   // seq_len_kv defaults to seq_len; tiles do not change the input set.
-  CHECK(plan.points[4].shape.seq_kv == 256);
+  CHECK(plan.points[4].axes.seq_len_kv == 256);
   CHECK(plan.points[3].input_key == plan.points[5].input_key);
   CHECK(plan.points[3].input_key != plan.points[0].input_key);
   CHECK(plan.points[3].input_key != plan.points[9].input_key);  // other seed
@@ -46,9 +46,9 @@ TEST_CASE("zip groups move axes together", "[plan]") {
       R"({"seq_len": [128, 256, 512], "block_r": [16, 32, 64], "block_c": [16, 32, 64], "head_dim": [32, 64]})",
       R"("zip": [["block_r", "block_c"]])")));
   REQUIRE(plan.points.size() == 3 * 2 * 3);
-  for (const Point& p : plan.points) CHECK(p.options.block_r == p.options.block_c);
+  for (const Point& p : plan.points) CHECK(p.axes.block_r == p.axes.block_c);
   std::set<std::pair<int, int>> seen;
-  for (const Point& p : plan.points) seen.insert({p.shape.seq_q, p.options.block_c});
+  for (const Point& p : plan.points) seen.insert({p.axes.seq_len, p.axes.block_c});
   CHECK(seen.size() == 9);
 }
 
@@ -100,6 +100,30 @@ TEST_CASE("point ids are stable under axis reordering and overrides, distinct ac
   for (const Point& p : narrowed.points) CHECK(ids_a.count(p.id));
 }
 
+TEST_CASE("point ids of existing configs do not change (resume of old result folders)", "[plan]") {
+  // Ids computed by the version that carried axes as JSON (before typed axes): a results folder
+  // written then must resume now. Both a default-heavy point and one with every axis set.
+  const Plan a = make_plan(parse_config(config_text(R"({"seq_len": 256})")));
+  REQUIRE(a.points.size() == 1);
+  CHECK(a.points[0].id == "d090f637620eec9d");
+  CHECK(a.points[0].axes.to_json().dump() ==
+        R"j({"batch":1,"block_c":64,"block_r":64,"causal":false,"distribution":"normal(0,1)",)j"
+        R"j("head_dim":64,"heads":1,"scale_placement":"scores","seq_len":256,"seq_len_kv":256})j");
+  const Plan b = make_plan(parse_config(config_text(
+      R"j({"seq_len": 100, "seq_len_kv": 37, "batch": 2, "heads": 3, "head_dim": 16,
+          "distribution": "uniform(-1,1)", "causal": true, "scale_placement": "query",
+          "block_r": 8, "block_c": 16})j",
+      R"("trials": {"seeds": [5]})")));
+  REQUIRE(b.points.size() == 1);
+  CHECK(b.points[0].axes.seq_len_kv == 37);
+  CHECK(b.points[0].axes.scale_placement == attndev::attention::ScalePlacement::query);
+  CHECK(b.points[0].options().causal);
+  CHECK(b.points[0].shape().seq_kv == 37);
+  CHECK(b.points[0].describe() ==
+        "batch=2 block_c=16 block_r=8 causal=true distribution=uniform(-1,1) head_dim=16 heads=3 "
+        "scale_placement=query seq_len=100 seq_len_kv=37 seed=5");
+}
+
 TEST_CASE("seq_len_kv resolving to an existing point is reported, not run twice", "[plan]") {
   const Plan plan = make_plan(
       parse_config(config_text(R"({"seq_len": [128], "seq_len_kv": ["seq_len", 128, 256]})")));
@@ -139,8 +163,8 @@ TEST_CASE("a plan of a million axis combinations expands (expansion is not quadr
   CHECK(plan.points.size() == 500500);
   CHECK(plan.skipped.size() == 499500);
   const Point& last = plan.points.back();
-  CHECK(last.shape.seq_q == 1000);
-  CHECK(last.options.block_c == 1000);
+  CHECK(last.axes.seq_len == 1000);
+  CHECK(last.axes.block_c == 1000);
   std::unordered_set<std::string> ids;
   for (const Point& p : plan.points) ids.insert(p.id);
   CHECK(ids.size() == plan.points.size());
@@ -180,16 +204,16 @@ TEST_CASE("point ids hash the canonical JSON of the axes and the seed, unchanged
   CHECK(plan.points[16].id == "b094ba99920603c6");
   CHECK(plan.points[47].id == "916ad48ed2de9b22");
   for (const Point& p : plan.points) {
-    const nlohmann::json axes = p.axes();
+    const nlohmann::json axes = p.axes.to_json();
     CHECK(p.id == stable_hash_hex(nlohmann::json{{"axes", axes}, {"seed", p.seed}}.dump()));
     nlohmann::json input_axes = axes;
     input_axes.erase("block_r");
     input_axes.erase("block_c");
     CHECK(p.input_key ==
           stable_hash_hex(nlohmann::json{{"axes", input_axes}, {"seed", p.seed}}.dump()));
-    CHECK(axes.dump() == p.axes_text);
-    CHECK(axes["seq_len_kv"].get<int>() == p.shape.seq_kv);
-    CHECK(axes["causal"].get<bool>() == p.options.causal);
-    CHECK(axes["distribution"].get<std::string>() == p.distribution.describe());
+    CHECK(axes.dump() == p.axes.canonical_text());
+    CHECK(axes["seq_len_kv"].get<int>() == p.shape().seq_kv);
+    CHECK(axes["causal"].get<bool>() == p.options().causal);
+    CHECK(axes["distribution"].get<std::string>() == p.axes.distribution.describe());
   }
 }

@@ -17,6 +17,7 @@
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
 #include "io/jsonl.hpp"
+#include "io/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev::experiment;
@@ -254,4 +255,139 @@ TEST_CASE("array ranges compress to the sbatch --array form", "[runner][shards]"
   CHECK(attndev::experiment::array_ranges({0, 1, 2, 3, 5, 7, 8}) == "0-3,5,7-8");
   CHECK(attndev::experiment::array_ranges({4}) == "4");
   CHECK(attndev::experiment::array_ranges({}).empty());
+}
+
+TEST_CASE("a flash2-tc variant from a config gives a row, skipped with its reason without a GPU",
+          "[runner][cuda]") {
+  const Config config = parse_config(R"({"name": "tc", "axes": {"seq_len": 64},
+      "variants": [{"algorithm": "flash2-tc", "policy": "kernel-bf16", "backend": "cuda"}]})");
+  const fs::path dir = temp_dir("tc");
+  run_experiment(config, make_plan(config), options_for(dir));
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["algorithm"] == "flash2-tc");
+  const Status s = row_status(rows[0]);
+  if (s.is_ok()) {
+    CHECK(rows[0].contains("max_abs"));  // a machine with a GPU ran it
+  } else {
+    CHECK(s.kind == StatusKind::skipped);
+    CHECK(s.reason.size() > 10);  // says why: no device, or no CUDA in this build
+    CHECK_FALSE(rows[0].contains("max_abs"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("reference variants: identical fraction, ulps and |O - O_ref| in the rows",
+          "[runner][reference]") {
+  const Config config = parse_config(R"({"name": "ref", "reference": "base",
+      "axes": {"seq_len": [33, 70], "head_dim": 16, "block_r": 16, "block_c": 16},
+      "variants": [
+        {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16"},
+        {"name": "twin", "algorithm": "baseline", "policy": "torch-math-bf16"},
+        {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"},
+        {"name": "exact", "algorithm": "flash2", "policy": "fp64", "reference": "golden"}]})");
+  const fs::path dir = temp_dir("ref");
+  run_experiment(config, make_plan(config), options_for(dir));
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 8);
+  for (const Json& r : rows) {
+    const std::string v = r["variant"];
+    CAPTURE(v);
+    REQUIRE(r["status"] == "ok");
+    if (v == "base" || v == "exact") {
+      CHECK_FALSE(r.contains("reference"));
+      CHECK_FALSE(r.contains("identical_fraction"));
+      continue;
+    }
+    CHECK(r["reference"] == "base");
+    if (v == "twin") {
+      // The same computation twice: every element bit-identical.
+      CHECK(r["identical_fraction"] == 1.0);
+      CHECK(r["max_ulp"] == 0);
+      CHECK(r["ref_max_abs"] == 0.0);
+      CHECK(r["ulp_histogram"] == "0:" + std::to_string(r["count"].get<int>()));
+    } else {
+      // FA-2 kernel vs the framework's math path: the same attention, other roundings.
+      const double f = r["identical_fraction"].get<double>();
+      CHECK(f > 0.0);
+      CHECK(f < 1.0);
+      CHECK(r["max_ulp"].get<int>() >= 1);
+      CHECK(r["ref_max_abs"].get<double>() > 0);
+      CHECK(r["mean_ulp"].get<double>() > 0);
+      // The histogram counts every element.
+      long total = 0;
+      std::string h = r["ulp_histogram"];
+      for (std::size_t pos = h.find(':'); pos != std::string::npos; pos = h.find(':', pos + 1))
+        total += std::stol(h.substr(pos + 1));
+      CHECK(total == r["count"].get<int>());
+    }
+  }
+  // The CSV has the columns too.
+  const std::string csv = attndev::io::read_file(dir / "results.csv");
+  CHECK_THAT(csv, Catch::Contains("identical_fraction,max_ulp,mean_ulp,ulp_histogram"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("dump writes inputs, golden and outputs; an inputs axis on the dump reproduces the run",
+          "[runner][dump]") {
+  const Config config = parse_config(R"j({"name": "dump", "dump": true,
+      "axes": {"seq_len": 24, "seq_len_kv": 40, "heads": 2, "head_dim": 8, "block_r": 8,
+               "block_c": 16, "distribution": "uniform(-2,2)"},
+      "trials": {"seeds": [9]},
+      "variants": [
+        {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16"},
+        {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"},
+        {"name": "f16", "algorithm": "flash1", "policy": "working-fp16"}]})j");
+  const Plan plan = make_plan(config);
+  REQUIRE(plan.points.size() == 1);
+  const fs::path dir = temp_dir("dump");
+  run_experiment(config, plan, options_for(dir));
+  const fs::path d = dir / "dump" / plan.points[0].id;
+  for (const char* f :
+       {"inputs-bf16.safetensors", "inputs-fp16.safetensors", "golden-bf16.safetensors",
+        "golden-fp16.safetensors", "base.safetensors", "flash.safetensors", "f16.safetensors"})
+    CHECK(fs::exists(d / f));
+  const auto flash = attndev::io::read_safetensors(d / "flash.safetensors");
+  REQUIRE(flash.tensors.size() == 1);
+  CHECK(flash.tensors[0].name == "o");
+  CHECK(flash.tensors[0].dtype == attndev::io::DType::bf16);
+  CHECK(flash.tensors[0].shape == std::vector<std::int64_t>{1, 2, 24, 8});
+  CHECK(flash.metadata.at("variant") == "flash");
+  CHECK(flash.metadata.at("point_id") == plan.points[0].id);
+  CHECK_THAT(flash.metadata.at("policy"), Catch::Contains("\"prob\":\"bf16\""));
+  CHECK_THAT(flash.metadata.at("axes"), Catch::Contains("\"block_c\":16"));
+  CHECK_THAT(flash.metadata.at("provenance"), Catch::Contains("tool_version"));
+  const auto inputs = attndev::io::read_safetensors(d / "inputs-bf16.safetensors");
+  REQUIRE(inputs.tensors.size() == 3);
+  CHECK(inputs.tensors[1].shape == std::vector<std::int64_t>{1, 2, 40, 8});
+
+  // The dumped bf16 inputs, read back through the inputs axis: the bf16 variants see the same
+  // values, so every metric is the same to the last bit.
+  const std::string again = R"({"name": "again",
+      "axes": {"inputs": ")" +
+                            (d / "inputs-bf16.safetensors").string() + R"(",
+               "block_r": 8, "block_c": 16},
+      "variants": [
+        {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16"},
+        {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"}]})";
+  const Config c2 = parse_config(again);
+  const Plan p2 = make_plan(c2);
+  REQUIRE(p2.points.size() == 1);
+  CHECK(p2.points[0].axes.seq_len == 24);
+  CHECK(p2.points[0].axes.seq_len_kv == 40);
+  CHECK(p2.points[0].axes.heads == 2);
+  const fs::path dir2 = temp_dir("again");
+  run_experiment(c2, p2, options_for(dir2));
+  const std::vector<Json> first = file_rows(dir / "results.jsonl");
+  const std::vector<Json> second = file_rows(dir2 / "results.jsonl");
+  REQUIRE(second.size() == 2);
+  for (std::size_t v = 0; v < 2; ++v) {
+    CAPTURE(v);
+    CHECK(second[v]["inputs"] == (d / "inputs-bf16.safetensors").string());
+    CHECK_FALSE(second[v].contains("distribution"));
+    for (const char* m : {"max_abs", "mean_abs", "rmse", "max_rel", "worst_index", "count"})
+      CHECK(second[v][m] == first[v][m]);
+  }
+  fs::remove_all(dir);
+  fs::remove_all(dir2);
 }

@@ -1,0 +1,117 @@
+#include "experiment/tensor_io.hpp"
+
+#include "io/npy.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attndev::experiment {
+
+namespace {
+
+io::NamedTensor named(std::string name, const attention::Tensor& t, io::DType dtype) {
+  io::NamedTensor n;
+  n.name = std::move(name);
+  n.dtype = dtype;
+  n.shape = {t.batch, t.heads, t.rows, t.cols};
+  n.values = t.data;
+  return n;
+}
+
+std::string dims_text(const std::vector<std::int64_t>& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + ")";
+}
+
+constexpr const char* kOutputNames[] = {"o", "O", "out", "output"};
+
+}  // namespace
+
+std::string shape_text(const attention::Tensor& t) {
+  return dims_text({t.batch, t.heads, t.rows, t.cols});
+}
+
+io::DType storage_dtype(numerics::Format format) {
+  switch (format) {
+    case numerics::Format::fp64:
+      return io::DType::f64;
+    case numerics::Format::fp16:
+      return io::DType::f16;
+    case numerics::Format::bf16:
+      return io::DType::bf16;
+    case numerics::Format::fp32:
+    case numerics::Format::tf32:
+    case numerics::Format::fp8_e4m3:
+    case numerics::Format::fp8_e5m2:
+      break;
+  }
+  return io::DType::f32;  // tf32 and fp8 values are exact in fp32
+}
+
+void write_inputs_file(const std::filesystem::path& path, const attention::Inputs& inputs,
+                       numerics::Format format, const io::TensorMetadata& metadata) {
+  const io::DType dtype = storage_dtype(format);
+  const std::vector<io::NamedTensor> tensors = {
+      named("q", inputs.q, dtype), named("k", inputs.k, dtype), named("v", inputs.v, dtype)};
+  io::TensorMetadata m = metadata;
+  m["format"] = numerics::format_name(format);
+  io::write_safetensors(path, tensors, m);
+}
+
+void write_output_file(const std::filesystem::path& path, const attention::Tensor& o,
+                       numerics::Format format, const io::TensorMetadata& metadata) {
+  const std::vector<io::NamedTensor> tensors = {named("o", o, storage_dtype(format))};
+  io::TensorMetadata m = metadata;
+  m["format"] = numerics::format_name(format);
+  io::write_safetensors(path, tensors, m);
+}
+
+attention::Tensor read_output_file(const std::filesystem::path& path,
+                                   const attention::Shape& expected) {
+  std::filesystem::path actual = path;
+  std::error_code ec;
+  // np.save("x.safetensors", a) writes x.safetensors.npy: accept that too.
+  if (!std::filesystem::exists(actual, ec) && std::filesystem::exists(path.string() + ".npy", ec))
+    actual = path.string() + ".npy";
+  const std::string file = actual.string();
+  if (!std::filesystem::exists(actual, ec))
+    throw std::runtime_error("output file " + path.string() + " was not written");
+  std::vector<io::NamedTensor> tensors;
+  try {
+    // By content, not by name: {output} ends in .safetensors, and .npy bytes are welcome there.
+    const std::vector<unsigned char> bytes = io::read_file_bytes(actual);
+    static constexpr unsigned char kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    if (bytes.size() >= 6 && std::equal(kNpyMagic, kNpyMagic + 6, bytes.begin()))
+      tensors.push_back(io::parse_npy(bytes, file, "o"));
+    else
+      tensors = io::parse_safetensors(bytes, file).tensors;
+  } catch (const io::TensorFileError& e) {
+    throw std::runtime_error(std::string("output: ") + e.what());
+  }
+  const io::NamedTensor* o = tensors.size() == 1 ? &tensors.front() : nullptr;
+  for (const io::NamedTensor& t : tensors)
+    for (const char* name : kOutputNames)
+      if (t.name == name) o = &t;
+  if (!o) {
+    std::string names;
+    for (const io::NamedTensor& t : tensors) names += (names.empty() ? "" : ", ") + t.name;
+    throw std::runtime_error(file + ": no tensor named o (or O, out, output) among " +
+                             (names.empty() ? "none" : names));
+  }
+  const std::vector<std::int64_t> want = {expected.batch, expected.heads, expected.seq_q,
+                                          expected.head_dim};
+  // Leading dimensions of 1 may be left out: (N, d) is (1, 1, N, d).
+  std::vector<std::int64_t> got = o->shape;
+  while (got.size() < 4) got.insert(got.begin(), 1);
+  if (got != want)
+    throw std::runtime_error("output has shape " + dims_text(o->shape) +
+                             ", expected (B, H, N_q, d) = " + dims_text(want));
+  attention::Tensor t(expected.batch, expected.heads, expected.seq_q, expected.head_dim);
+  t.data = o->values;
+  return t;
+}
+
+}  // namespace attndev::experiment
