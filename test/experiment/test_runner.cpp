@@ -328,7 +328,7 @@ TEST_CASE("reference variants: identical fraction, ulps and |O - O_ref| in the r
   fs::remove_all(dir);
 }
 
-TEST_CASE("dump writes inputs, golden and outputs; an inputs axis on the dump reproduces the run",
+TEST_CASE("dump writes inputs, golden and outputs, and an inputs axis on the dump reproduces the run",
           "[runner][dump]") {
   const Config config = parse_config(R"j({"name": "dump", "dump": true,
       "axes": {"seq_len": 24, "seq_len_kv": 40, "heads": 2, "head_dim": 8, "block_r": 8,
