@@ -177,8 +177,7 @@ Plan make_plan(const Config& config) {
                            c.rhs.empty() ? nullptr : integer_member(c.rhs)});
   // Trial 0's points are built in place, one per kept combination; `prefixes` keeps what the
   // other trials need to derive their ids.
-  const auto combinations =
-      static_cast<std::size_t>(plan_size_bound(config)) / config.seeds.size();
+  const auto combinations = static_cast<std::size_t>(plan_size_bound(config)) / config.seeds.size();
   plan.points.reserve(combinations);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> prefixes;  // (id, input key) per point
   prefixes.reserve(combinations);
