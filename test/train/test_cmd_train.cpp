@@ -12,6 +12,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "io/csv.hpp"
 #include "io/safetensors.hpp"
@@ -23,6 +27,7 @@ namespace {
 struct Result {
   int code = -1;
   std::string err;
+  std::string out;
 };
 
 const fs::path& scratch() {
@@ -43,11 +48,12 @@ Result run_attndev(const std::string& args) {
   const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
   const fs::path err = scratch() / "stderr";
+  const fs::path out = scratch() / "stdout";
   const std::string cmd =
-      "'" + binary + "' " + args + " >/dev/null 2>'" + err.string() + "' </dev/null";
+      "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
-  return {WEXITSTATUS(status), slurp(err)};
+  return {WEXITSTATUS(status), slurp(err), slurp(out)};
 }
 
 const std::string kStudy = ATTNDEV_SOURCE_DIR "/configs/paper/golden2024-fig7-8-weights.json";
@@ -137,6 +143,62 @@ TEST_CASE("attndev train --capture writes each layer's Q, K, V beside in_model.c
   // Shadow steps {"every": 50} of 3 steps: step 0 only; 2 layers x 5 variants x (all + 4 heads).
   const auto rows = attndev::io::parse_csv(slurp(out / "in_model.csv"));
   CHECK(rows.size() == 1 + 2 * 5 * 5);
+  fs::remove_all(scratch());
+}
+
+TEST_CASE("a captured layer measured by attndev point --inputs gives its in_model.csv row",
+          "[train][cli]") {
+  const fs::path out = scratch() / "roundtrip";
+  fs::remove_all(out);
+  const bool have_corpus = fs::exists("/usr/share/games/fortunes/fortunes");
+  // fp32 training under a bf16 driving policy: the captured values are fp32, so point's rounding
+  // of them to each variant's input format is part of what must agree.
+  fs::create_directories(out);
+  const fs::path config = out.parent_path() / "roundtrip.json";
+  std::ofstream(config) << R"({"name": "roundtrip", "steps": 2, "batch": 2, "precision": "fp32",
+    "attention": {"algorithm": "flash2", "policy": "kernel-bf16", "block_r": 16, "block_c": 16},
+    "model": {"d_model": 32, "heads": 2, "layers": 2, "context": 40, "mlp_hidden": 64},
+    "shadow": [{"algorithm": "baseline", "policy": "torch-math-bf16"},
+               {"algorithm": "flash1", "policy": "working-bf16"},
+               {"algorithm": "flash2", "policy": "fp32", "block_r": 64, "block_c": 64}]})";
+  Result r =
+      run_attndev("train '" + config.string() + "' --capture 0 -j 2 --force -o '" + out.string() +
+                  "'" + (have_corpus ? "" : " --text /usr/share/common-licenses/GPL-3"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::map<std::string, std::vector<std::string>> rows;  // "layer|variant" -> row (head all)
+  const auto csv = attndev::io::parse_csv(slurp(out / "in_model.csv"));
+  REQUIRE(csv.size() > 1);
+  REQUIRE(csv[0][3] == "layer");
+  REQUIRE(csv[0][12] == "max_abs");
+  for (const auto& row : csv)
+    if (row.size() == csv[0].size() && row[2] == "0" && row[4] == "all")
+      rows[row[3] + "|" + row[5]] = row;
+  // The driver and every shadow, both layers.
+  const std::vector<std::tuple<std::string, std::string, std::string, int>> variants = {
+      {"flash2/kernel-bf16", "flash2", "kernel-bf16", 16},
+      {"baseline/torch-math-bf16", "baseline", "torch-math-bf16", 16},
+      {"flash1/working-bf16", "flash1", "working-bf16", 16},
+      {"flash2/fp32/64x64", "flash2", "fp32", 64}};
+  for (int layer : {0, 1}) {
+    const fs::path capture =
+        out / "captures" / "step_000000" / ("layer_" + std::to_string(layer) + ".safetensors");
+    for (const auto& [name, algo, policy, tile] : variants) {
+      INFO("layer " << layer << ", " << name);
+      const auto& row = rows.at(std::to_string(layer) + "|" + name);
+      r = run_attndev("point --inputs '" + capture.string() + "' --algo " + algo + " --policy " +
+                      policy + " --br " + std::to_string(tile) + " --bc " + std::to_string(tile) +
+                      " --causal --json");
+      INFO(r.err);
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(r.out);
+      // Bit for bit: in_model.csv writes the shortest text that reads back to the same double.
+      CHECK(j.at("variant").at("max_abs").get<double>() == std::stod(row[12]));
+      CHECK(j.at("variant").at("mean_abs").get<double>() == std::stod(row[13]));
+      CHECK(j.at("variant").at("rmse").get<double>() == std::stod(row[14]));
+      CHECK(j.at("variant").at("count").get<std::int64_t>() == std::stoll(row[11]));
+    }
+  }
   fs::remove_all(scratch());
 }
 
