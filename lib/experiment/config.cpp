@@ -172,8 +172,17 @@ void apply_overrides(json& root, std::span<const std::string> overrides,
     if (const auto deep = io::json_depth_error(value_text))
       throw ConfigError("-a " + key, "value " + *deep);
     json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
-    // Unquoted words (distribution=normal(0,1), scale_placement=query) are strings.
-    if (value.is_discarded()) value = value_text;
+    // Unquoted words (distribution=normal(0,1), scale_placement=query) are strings. JSON text
+    // is UTF-8 (the parser checks it); a bare word from the command line is not checked by
+    // anyone, and a JSON string holding invalid UTF-8 throws when any message prints it.
+    if (value.is_discarded()) {
+      value = value_text;
+      try {
+        (void)value.dump();
+      } catch (const json::type_error&) {
+        throw ConfigError("-a " + key, "value is not valid UTF-8 text");
+      }
+    }
     if (!root.contains("axes") || !root["axes"].is_object()) root["axes"] = json::object();
     root["axes"][key] = value;
     overridden.insert(key);

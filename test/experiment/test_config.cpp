@@ -349,6 +349,18 @@ TEST_CASE("bad configs name the JSON path and the fix", "[config][errors]") {
       {"override unknown axis", kGood, {"seqlen=[1]"}, "-a seqlen", "did you mean \"seq_len\""},
       {"override bad value", kGood, {"block_c=0"}, "-a block_c", ">= 1"},
       {"override syntax", kGood, {"block_c"}, "-a block_c", "AXIS=VALUE"},
+      // Found by fuzz_config: a bare word with invalid UTF-8 became a JSON string that threw
+      // json type_error 316 when an error message printed it (terminate; exit 1 from the CLI).
+      {"override not UTF-8 (found by fuzz_config)",
+       kGood,
+       {"seq_len=[\xa3]x"},
+       "-a seq_len",
+       "not valid UTF-8"},
+      {"override bare word not UTF-8",
+       kGood,
+       {"distribution=\xa3"},
+       "-a distribution",
+       "not valid UTF-8"},
   };
   for (const BadCase& c : cases) {
     INFO("case: " << c.name << "\n" << c.text);
