@@ -3,13 +3,14 @@
 // Runs this shard's unfinished points (rerunning the same command resumes), streams rows to
 // DIR/results*.jsonl and, for an unsharded run, writes results.csv, results.json and summary.md.
 // Exit codes (docs/results.md): 0 ok; 1 a variant failed; 2 bad config/flags/folder; 3 nothing
-// compared (every variant skipped); 75 interrupted by SIGINT/SIGTERM (rerun to resume).
+// compared (every variant skipped); 75 interrupted by SIGINT/SIGTERM/SIGHUP (rerun to resume).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,22 @@ extern "C" void on_stop_signal(int signal) {
   g_stop_signal = signal;
 }
 
+// SIGHUP comes when the terminal or ssh session of an interactive run closes: without a handler
+// it killed the run with nothing flushed (exit 129); it is a request to stop like the others.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+  }
+  return "a signal";
+}
+
 // Installs the handlers for the lifetime of the run and restores the previous ones after, so a
 // second Ctrl-C during the final table writes still gets the default (immediate) behaviour only
 // once we are done.
@@ -43,19 +60,18 @@ class StopSignals {
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = 0;  // no SA_RESTART: a blocking write returns EINTR and is retried by us
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+      sigaction(kStopSignals[i], &action, &old_[i]);
   }
   ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+      sigaction(kStopSignals[i], &old_[i], nullptr);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
+  struct sigaction old_[std::size(kStopSignals)]{};
 };
 
 }  // namespace
@@ -134,10 +150,10 @@ void add_run_command(CLI::App& app) {
     progress.finish();
     if (report.interrupted) {
       spdlog::warn(
-          "interrupted by signal {}: {} of {} points of this shard are in {}; rerun the same "
-          "command to resume",
-          static_cast<int>(g_stop_signal), report.already_done + report.ran, report.shard_points,
-          report.results_file.string());
+          "interrupted by {}: {} of {} points of this shard are in {}; rerun the same command to "
+          "resume",
+          signal_name(static_cast<int>(g_stop_signal)), report.already_done + report.ran,
+          report.shard_points, report.results_file.string());
       throw CommandExit{kExitInterrupted};
     }
     spdlog::info(

@@ -349,6 +349,34 @@ TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signa
   CHECK(rows_of(dir / "results.jsonl").size() == 72 * 3);
 }
 
+TEST_CASE("SIGTERM and SIGHUP are handled like SIGINT: flush, exit 75, the rerun completes",
+          "[cli][run][signals]") {
+  // SIGTERM: SLURM's warning before a time limit; SIGHUP: the terminal or ssh session closed
+  // (unhandled it killed the run with exit 129 and no message).
+  for (const int signal : {SIGTERM, SIGHUP}) {
+    const std::string name = signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+    INFO(name);
+    const fs::path cfg = write_config("long_" + name, kLong);
+    const fs::path dir = work_dir() / ("long_" + name);
+    const Child child = spawn({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (count_rows(dir / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ::kill(child.pid, signal);
+    const Result r = wait_for(child);
+    INFO(r.out + r.err);
+    CHECK(r.signal == 0);
+    REQUIRE(r.code == 75);
+    CHECK_THAT(r.out + r.err, Catch::Contains("interrupted by " + name));
+    CHECK_THAT(r.out + r.err, Catch::Contains("rerun the same command to resume"));
+    CHECK(count_rows(dir / "results.jsonl") % 3 == 0);  // whole points only
+    const Result again =
+        attndev({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
+    CHECK(again.code == 0);
+    CHECK(rows_of(dir / "results.jsonl").size() == 72 * 3);
+  }
+}
+
 TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   const fs::path cfg = write_config("small_shards", kSmall);
   const fs::path single = work_dir() / "single", sharded = work_dir() / "sharded";
