@@ -49,8 +49,9 @@ constexpr std::size_t kMaxTrials = 1 << 20;
 constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
                                          "constraints", "trials",      "variants", "metrics",
                                          "reference",   "dump"};
-constexpr std::string_view kVariantKeys[] = {"name",     "algorithm", "policy",   "backend",
-                                             "baseline", "ratio_to",  "reference"};
+constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
+                                             "backend",   "baseline",  "ratio_to",
+                                             "reference", "block_r",   "block_c"};
 constexpr std::string_view kExternalVariantKeys[] = {"name",     "external", "format",   "timeout",
                                                      "baseline", "ratio_to", "reference"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
@@ -544,6 +545,10 @@ Variant parse_variant(const json& v, const std::string& path) {
     variant.policy_label = policy_label(variant.policy);
     if (v.contains("backend"))
       variant.backend = parse_backend(v["backend"], config::join_path(path, "backend"));
+    for (const auto& [key, tile] :
+         {std::pair{"block_r", &variant.block_r}, std::pair{"block_c", &variant.block_c}})
+      if (v.contains(key))
+        *tile = static_cast<int>(positive_int(v[key], config::join_path(path, key), kMaxExtent));
     if (!variant.kernel.empty() && variant.backend != Backend::cuda)
       throw ConfigError(config::join_path(path, "backend"),
                         "\"" + variant.kernel +

@@ -91,6 +91,9 @@ struct Variant {
   // Name of the variant this one's ratios divide by; empty: the `baseline: true` variant (if
   // any). Lets one config hold a baseline per precision (flash2-bf16 vs baseline-bf16, ...).
   std::string ratio_to;
+  // Tiles this variant always runs with, whatever the point's block_r/block_c (e.g. a real
+  // kernel's fixed split sizes); the row records the tiles used. Both set: tile-independent.
+  std::optional<int> block_r, block_c;
   // Name of the variant this one's output is compared with element by element (identical
   // fraction, ulps, |O - O_ref|); empty: the config's `reference`; "golden": none.
   std::string reference;

@@ -60,9 +60,17 @@ std::string tail_of(const std::filesystem::path& file) {
   return out;
 }
 
-std::string with_tail(std::string message, const std::filesystem::path& stderr_file) {
+// `empty_note`: say so when stderr is empty (a crash or a hang that printed nothing).
+std::string with_tail(std::string message, const std::filesystem::path& stderr_file,
+                      bool empty_note = true) {
   const std::string tail = tail_of(stderr_file);
-  return tail.empty() ? message + " (stderr empty)" : message + ": " + tail;
+  if (tail.empty()) return empty_note ? message + " (stderr empty)" : message;
+  return message + ": " + tail;
+}
+
+std::string signal_text(int signal) {
+  const char* name = ::sigabbrev_np(signal);
+  return "signal " + std::to_string(signal) + (name ? std::string(" (SIG") + name + ")" : "");
 }
 
 struct Exit {
@@ -192,16 +200,28 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
           "external command timed out after " + seconds_text(external.timeout_s) + " s (killed)",
           err_log));
       return r;
-    case Exit::Kind::signaled: {
-      const char* name = ::sigabbrev_np(exit.code);
-      r.status = Status::failed(with_tail("external command killed by signal " +
-                                              std::to_string(exit.code) +
-                                              (name ? std::string(" (SIG") + name + ")" : ""),
-                                          err_log));
+    case Exit::Kind::signaled:
+      r.status = Status::failed(
+          with_tail("external command killed by " + signal_text(exit.code), err_log));
       return r;
-    }
     case Exit::Kind::exited:
       break;
+  }
+  if (exit.code > 128 && exit.code < 128 + 65) {
+    // /bin/sh reports a child killed by signal N as status 128 + N (it does not die itself).
+    r.status =
+        Status::failed(with_tail("external command killed by " + signal_text(exit.code - 128) +
+                                     " (shell status " + std::to_string(exit.code) + ")",
+                                 err_log));
+    return r;
+  }
+  if (exit.code == kExternalSkipStatus) {
+    // "Cannot run here" (no GPU for a CUDA backend, a dtype the kernel lacks): nothing compared.
+    const std::string tail = tail_of(err_log);
+    r.status =
+        Status::skipped("external command: " +
+                        (tail.empty() ? std::string("exit status 77, no reason given") : tail));
+    return r;
   }
   if (exit.code != 0) {
     const std::string why = exit.code == 127   ? " (command not found?)"
@@ -211,11 +231,21 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
         "external command exited with status " + std::to_string(exit.code) + why, err_log));
     return r;
   }
+  if (!std::filesystem::exists(output, ec) &&
+      !std::filesystem::exists(output.string() + ".npy", ec)) {
+    r.status = Status::failed(
+        with_tail("external command exited 0 but wrote no {output} file", err_log, false));
+    return r;
+  }
   try {
     r.output.o = read_output_file(output, expected);
   } catch (const std::exception& e) {
-    r.status = Status::failed(
-        with_tail(std::string("external command exited 0 but its ") + e.what(), err_log));
+    // Name the file by its placeholder: the path is a temporary folder, gone after the point.
+    std::string what = e.what();
+    const std::string path = output.string();
+    for (std::size_t at = what.find(path); at != std::string::npos; at = what.find(path))
+      what.replace(at, path.size(), "{output}");
+    r.status = Status::failed(with_tail("external " + what, err_log, false));
     return r;
   }
   std::int64_t nan = 0, inf = 0, first = -1;

@@ -9,6 +9,8 @@
 // stderr are captured.
 //
 // Every way it can go wrong is a row status, and nothing else of the sweep is lost:
+//   exit status 77         skipped: external command: <stderr tail>  (it cannot run here: no GPU
+//                          for a CUDA backend, an unsupported dtype; as ctest's skip code)
 //   exit status != 0       failed: external command exited with status 3: <stderr tail>
 //   killed by a signal     failed: external command killed by signal 11 (SIGSEGV): <stderr tail>
 //   past its timeout       failed: external command timed out after 5 s (killed): <stderr tail>
@@ -28,6 +30,9 @@
 #include "experiment/variant_runner.hpp"
 
 namespace attndev::experiment {
+
+// The exit status by which a command says "I cannot run here" (row: skipped, with its stderr).
+inline constexpr int kExternalSkipStatus = 77;
 
 struct ExternalResult {
   Status status;

@@ -52,6 +52,9 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
     const auto it = axes.find(std::string(axis));
     if (it != axes.end()) row[std::string(axis)] = Json::parse(it->dump());
   }
+  // A variant with its own tiles ran with them, not with the point's: the row says which.
+  if (variant.block_r) row["block_r"] = *variant.block_r;
+  if (variant.block_c) row["block_c"] = *variant.block_c;
   row["variant"] = variant.name;
   row["algorithm"] = variant_algorithm_name(variant);
   row["policy"] = variant.policy_label;

@@ -77,6 +77,8 @@ Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& ca
       reference_for(cache, point, variant.policy.input, options.threads);
   attention::Options run_options = point.options();
   run_options.threads = options.threads;
+  run_options.block_r = variant.block_r.value_or(run_options.block_r);
+  run_options.block_c = variant.block_c.value_or(run_options.block_c);
   Evaluated e;
   if (variant.external) {
     ExternalContext context;

@@ -15,7 +15,8 @@ namespace attndev::experiment {
 
 bool tile_independent(const Variant& variant) {
   if (variant.external) return !variant.external->tile_dependent;
-  return variant.algorithm == attention::Algorithm::baseline;
+  return variant.algorithm == attention::Algorithm::baseline ||
+         (variant.block_r.has_value() && variant.block_c.has_value());
 }
 
 namespace {

@@ -38,8 +38,8 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
                            const ExternalContext* external = nullptr);
 
 // True when the variant's result does not depend on block_r/block_c, so one computation serves
-// every point of an input set (baseline attention materializes S; it has no tiles; an external
-// command that does not take {block_r}/{block_c}).
+// every point of an input set (baseline attention materializes S; it has no tiles; a variant
+// with its own block_r and block_c; an external command that does not take {block_r}/{block_c}).
 bool tile_independent(const Variant& variant);
 
 }  // namespace attndev::experiment

@@ -328,8 +328,9 @@ TEST_CASE("reference variants: identical fraction, ulps and |O - O_ref| in the r
   fs::remove_all(dir);
 }
 
-TEST_CASE("dump writes inputs, golden and outputs, and an inputs axis on the dump reproduces the run",
-          "[runner][dump]") {
+TEST_CASE(
+    "dump writes inputs, golden and outputs, and an inputs axis on the dump reproduces the run",
+    "[runner][dump]") {
   const Config config = parse_config(R"j({"name": "dump", "dump": true,
       "axes": {"seq_len": 24, "seq_len_kv": 40, "heads": 2, "head_dim": 8, "block_r": 8,
                "block_c": 16, "distribution": "uniform(-2,2)"},
@@ -390,4 +391,31 @@ TEST_CASE("dump writes inputs, golden and outputs, and an inputs axis on the dum
   }
   fs::remove_all(dir);
   fs::remove_all(dir2);
+}
+
+TEST_CASE("a variant with its own tiles runs with them, once per input set, and its rows say so",
+          "[runner]") {
+  const Config config = parse_config(R"({"name": "tiles",
+      "axes": {"seq_len": 96, "head_dim": 16, "block_r": [16, 32], "block_c": [16, 32]},
+      "zip": [["block_r", "block_c"]],
+      "variants": [
+        {"name": "fixed", "algorithm": "flash2", "policy": "kernel-bf16", "block_r": 8,
+         "block_c": 48},
+        {"name": "axis", "algorithm": "flash2", "policy": "kernel-bf16"}]})");
+  REQUIRE(config.variants[0].block_c == 48);
+  CHECK(tile_independent(config.variants[0]));
+  CHECK_FALSE(tile_independent(config.variants[1]));
+  const fs::path dir = temp_dir("tiles");
+  run_experiment(config, make_plan(config), options_for(dir));
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 4);
+  // Point 0 (16x16) and point 1 (32x32): "fixed" is the same computation at 8x48 both times.
+  CHECK(rows[0]["block_r"] == 8);
+  CHECK(rows[0]["block_c"] == 48);
+  CHECK(rows[2]["block_c"] == 48);
+  CHECK(rows[0]["max_abs"] == rows[2]["max_abs"]);
+  CHECK(rows[1]["block_c"] == 16);
+  CHECK(rows[3]["block_c"] == 32);
+  CHECK(rows[1]["mean_abs"] != rows[0]["mean_abs"]);  // Bc changes the flash2 result
+  fs::remove_all(dir);
 }

@@ -1,0 +1,17 @@
+# Tests that need an interpreter outside the build: one executable each, registered with add_test
+# (catch_discover_tests would run them at build time). Without the interpreter they exit 77 and
+# ctest reports them as skipped, never passed.
+#   experiment_external_numpy  the external-variant protocol end to end with
+#                              scripts/external/numpy_attention.py (python3 with numpy)
+foreach(t external_numpy)
+  add_executable(experiment_${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.cpp)
+  target_link_libraries(experiment_${t} PRIVATE ${ATTNDEV_TEST_LIBS} Catch2::Catch2
+                        nlohmann_json::nlohmann_json)
+  target_include_directories(experiment_${t} PRIVATE ${PROJECT_SOURCE_DIR}/lib
+                             ${PROJECT_SOURCE_DIR}/test)
+  target_compile_definitions(experiment_${t} PRIVATE ATTNDEV_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                             ATTNDEV_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME experiment_${t} COMMAND experiment_${t})
+  set_tests_properties(experiment_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endforeach()
+set_tests_properties(experiment_external_numpy PROPERTIES LABELS "experiment;external")
