@@ -23,6 +23,8 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "experiment/memory.hpp"
+#include "io/memory.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::app {
@@ -198,6 +200,21 @@ void run_bench(const BenchArgs& a) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const double flops = attention::forward_flops(shape, a.causal);
   const double full_flops = attention::forward_flops(shape, /*causal=*/false);
+  // Held at once: one configuration's inputs, output and working set, then the Eigen GEMM's
+  // matrices (Q, K, V, the N_q x N_kv scores and O of one head, in double at most).
+  const std::uint64_t nq = static_cast<std::uint64_t>(shape.seq_q),
+                      nkv = static_cast<std::uint64_t>(shape.seq_kv),
+                      d = static_cast<std::uint64_t>(shape.head_dim);
+  const std::uint64_t gemm_bytes = io::sat_mul(
+      8, io::sat_add(io::sat_mul(2, io::sat_mul(nq, d)),
+                     io::sat_add(io::sat_mul(2, io::sat_mul(nkv, d)), io::sat_mul(nq, nkv))));
+  io::require_memory(
+      io::sat_add(io::sat_add(experiment::inputs_bytes(shape),
+                              experiment::attention_run_bytes(shape, opt, a.threads)),
+                  gemm_bytes),
+      "bench (B=" + std::to_string(shape.batch) + " H=" + std::to_string(shape.heads) +
+          " N=" + std::to_string(shape.seq_q) + " N_kv=" + std::to_string(shape.seq_kv) +
+          " d=" + std::to_string(shape.head_dim) + ")");
 
   std::vector<Measured> results;
   bool all_ok = true;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,10 +15,12 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "experiment/inputs.hpp"
+#include "experiment/memory.hpp"
 #include "experiment/plan.hpp"
 #include "experiment/progress.hpp"
 #include "experiment/variant_runner.hpp"
 #include "experiment_cli.hpp"
+#include "io/memory.hpp"
 
 namespace attndev::app {
 
@@ -151,6 +154,15 @@ void add_plan_command(CLI::App& app) {
     }
     std::printf("\nwork: %.3g GFLOP in variants, %.3g GFLOP in fp64 goldens (%zu input sets)\n",
                 variant_flops / 1e9, golden_flops / 1e9, input_sets.size());
+    const experiment::PlanPeak peak =
+        experiment::plan_peak_bytes(config, plan, args->threads, shard.index, shard.count);
+    const std::optional<std::uint64_t> available = io::available_memory_bytes();
+    if (peak.point)
+      std::printf("peak memory: %s at point %zu (%s); %s available%s\n",
+                  io::format_bytes(peak.bytes).c_str(), peak.point->index,
+                  peak.point->describe().c_str(),
+                  available ? io::format_bytes(*available).c_str() : "unknown",
+                  available && peak.bytes > *available ? ": `attndev run` would refuse it" : "");
     if (args->no_estimate) return;
     double seconds = golden_flops * seconds_per_flop(attention::Algorithm::baseline,
                                                      numerics::kGoldenPolicy, args->threads);

@@ -24,6 +24,8 @@
 #include "experiment/dump.hpp"
 #include "experiment/inputs.hpp"
 #include "experiment/inputs_file.hpp"
+#include "experiment/memory.hpp"
+#include "io/memory.hpp"
 #include "experiment/variant_runner.hpp"
 #include "metrics/deviation.hpp"
 
@@ -153,6 +155,16 @@ void run_point(const PointArgs& a) {
   options.block_r = a.br;
   options.block_c = a.bc;
   options.threads = a.threads;
+  // Held at once: the inputs, three outputs (golden, variant, baseline) and one run's working set.
+  const auto require_memory = [&](const attention::Shape& shape, bool inputs_held) {
+    std::uint64_t bytes = io::sat_add(io::sat_mul(3, experiment::output_bytes(shape)),
+                                      experiment::attention_run_bytes(shape, options, a.threads));
+    if (!inputs_held) bytes = io::sat_add(bytes, experiment::inputs_bytes(shape));
+    io::require_memory(
+        bytes, "point (B=" + std::to_string(shape.batch) + " H=" + std::to_string(shape.heads) +
+                   " N=" + std::to_string(shape.seq_q) + " N_kv=" + std::to_string(shape.seq_kv) +
+                   " d=" + std::to_string(shape.head_dim) + ")");
+  };
 
   // One set of inputs, rounded once to the variant's input format: the golden and the variant see
   // the same values. A baseline policy with a narrower input format rounds them again in its own
@@ -162,11 +174,15 @@ void run_point(const PointArgs& a) {
   if (!a.inputs.empty()) {
     try {
       inputs = experiment::round_inputs(experiment::read_inputs_file(a.inputs), policy.input);
+    } catch (const io::MemoryError&) {
+      throw;
     } catch (const std::runtime_error& e) {
       throw UsageError(std::string("--inputs: ") + e.what());
     }
+    require_memory(inputs.shape(), /*inputs_held=*/true);
   } else {
     const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+    require_memory(shape, /*inputs_held=*/false);
     inputs = experiment::make_inputs(shape, dist, a.seed, policy.input);
   }
   const attention::Shape shape = inputs.shape();

@@ -17,12 +17,14 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "experiment/memory.hpp"
 #include "experiment/plan.hpp"
 #include "experiment/progress.hpp"
 #include "experiment/results_store.hpp"
 #include "experiment/runner.hpp"
 #include "experiment_cli.hpp"
 #include "io/atomic_file.hpp"
+#include "io/memory.hpp"
 
 namespace attndev::app {
 
@@ -117,6 +119,11 @@ void add_run_command(CLI::App& app) {
     } catch (const experiment::ConfigError& e) {
       throw UsageError(args->config + ": " + e.what());
     }
+    // Before the folder is touched: a point that cannot fit fails now, not after hours.
+    const experiment::PlanPeak peak =
+        experiment::plan_peak_bytes(config, plan, args->threads, shard.index, shard.count);
+    if (peak.point)
+      io::require_memory(peak.bytes, "the largest point (" + peak.point->describe() + ")");
     experiment::RunOptions options;
     options.dir = args->out.empty() ? std::filesystem::path("results") / config.name
                                     : std::filesystem::path(args->out);

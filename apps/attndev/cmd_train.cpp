@@ -21,7 +21,9 @@
 #include "exit_codes.hpp"
 #include "experiment/config.hpp"
 #include "io/atomic_file.hpp"
+#include "io/memory.hpp"
 #include "io/provenance.hpp"
+#include "train/memory.hpp"
 #include "train/study.hpp"
 
 namespace attndev::app {
@@ -103,6 +105,8 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
         throw UsageError("--capture " + std::to_string(s) + ": run " + c.name + " has steps 0.." +
                          std::to_string(c.steps - 1) +
                          " (step s is the forward pass of update s, on snapshot step_s)");
+  for (const train::TrainConfig& c : all_runs)
+    io::require_memory(train::training_memory_bytes(c, threads), "training run " + c.name);
   try {
     for (const train::TrainConfig& c : all_runs) train::load_run_corpus(c, options);
   } catch (const train::CorpusError& e) {

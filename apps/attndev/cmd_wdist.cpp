@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -13,6 +14,7 @@
 
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "io/memory.hpp"
 #include "io/tensor_file.hpp"
 #include "metrics/wasserstein.hpp"
 
@@ -179,6 +181,12 @@ void run_wdist(const WdistOptions& opt) {
     std::erase_if(b, drop);
   }
   const io::TensorPairing m = io::match_tensors(a, b);
+  // W1 sorts a copy of both tensors of a pair (doubles).
+  std::uint64_t pair_bytes = 0;
+  for (const auto& [i, j] : m.pairs)
+    pair_bytes =
+        std::max(pair_bytes, io::sat_mul(8, a[i].tensor.values.size() + b[j].tensor.values.size()));
+  io::require_memory(pair_bytes, "wdist: comparing the largest pair of tensors");
 
   std::vector<Row> rows;
   std::vector<metrics::TensorDistance> parts;

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "config/suggest.hpp"
 #include "exit_codes.hpp"
+#include "io/memory.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -83,6 +84,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const CommandExit& e) {
     return e.code;
+  } catch (const attndev::io::MemoryError& e) {
+    // Work that cannot fit in memory, found before allocating it: the input asks too much.
+    std::fprintf(stderr, "attndev: error: %s\n", e.what());
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attndev: failed: %s\n", e.what());
     return kExitFailure;

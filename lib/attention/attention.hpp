@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +69,24 @@ struct Shape {
   int head_dim = 0;
 };
 
+// b * h * n * d as an element count. Throws std::length_error when the product overflows (it
+// would wrap to a short buffer that the algorithms then write past) and std::invalid_argument for
+// a negative extent.
+inline std::size_t checked_elements(int b, int h, int n, int d) {
+  if (b < 0 || h < 0 || n < 0 || d < 0)
+    throw std::invalid_argument("tensor extents must be >= 0, got (" + std::to_string(b) + ", " +
+                                std::to_string(h) + ", " + std::to_string(n) + ", " +
+                                std::to_string(d) + ")");
+  std::size_t count = 1;
+  for (int extent : {b, h, n, d})
+    if (__builtin_mul_overflow(count, static_cast<std::size_t>(extent), &count) ||
+        count > std::vector<double>().max_size())
+      throw std::length_error("a tensor of " + std::to_string(b) + " x " + std::to_string(h) +
+                              " x " + std::to_string(n) + " x " + std::to_string(d) +
+                              " elements is larger than any memory (the size overflows)");
+  return count;
+}
+
 // A (B, H, N, D) tensor, row-major, values held as double. Values are exactly representable in
 // whatever format the producer rounded them to (inputs: the policy's `input` format).
 struct Tensor {
@@ -75,7 +95,7 @@ struct Tensor {
 
   Tensor() = default;
   Tensor(int b, int h, int n, int d)
-      : batch(b), heads(h), rows(n), cols(d), data(static_cast<std::size_t>(b) * h * n * d) {}
+      : batch(b), heads(h), rows(n), cols(d), data(checked_elements(b, h, n, d)) {}
   std::size_t index(int b, int h, int n, int d) const {
     return ((static_cast<std::size_t>(b) * heads + h) * rows + n) * cols + d;
   }

@@ -7,6 +7,8 @@
 #include <limits>
 #include <optional>
 
+#include "io/memory.hpp"
+
 namespace attndev::io {
 
 namespace {
@@ -275,6 +277,8 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
                      std::to_string(data_bytes) +
                      (data_bytes < want ? ": truncated" : ": corrupt"));
   }
+  // As doubles, and a second copy when the data is in Fortran order.
+  require_memory(sat_mul(fortran->flag ? 16 : 8, numel), source + ": its values");
   t.values.resize(static_cast<std::size_t>(numel));
   decode_le(dtype, bytes.data() + data_start, t.values.size(), t.values.data());
   if (fortran->flag && t.shape.size() > 1) t.values = fortran_to_c(t.values, t.shape);

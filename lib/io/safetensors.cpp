@@ -9,6 +9,7 @@
 #include <set>
 
 #include "io/json_depth.hpp"
+#include "io/memory.hpp"
 
 namespace attndev::io {
 
@@ -176,6 +177,10 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
                      " bytes after the last tensor's data belong to no tensor: the file is "
                      "corrupt or was appended to");
   }
+  std::uint64_t value_bytes = 0;  // every tensor's values as doubles
+  for (const Entry& e : entries)
+    value_bytes = sat_add(value_bytes, sat_mul(8, (e.end - e.begin) / dtype_size(e.dtype)));
+  require_memory(value_bytes, source + ": its values");
   for (const Entry& e : entries) {
     NamedTensor t;
     t.name = e.name;

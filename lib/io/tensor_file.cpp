@@ -14,6 +14,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "io/memory.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
 #include "numerics/round.hpp"
@@ -202,6 +203,7 @@ std::vector<unsigned char> read_file_bytes(const fs::path& path, std::uintmax_t 
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TensorFileError(path.string() + ": cannot open for reading");
+  require_memory(size, "reading " + path.string());
   std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
   // A file that shrank between stat and read is reported, not read past its end.

@@ -146,3 +146,65 @@ TEST_CASE("JSON nested 100000 deep is refused on every input, never a stack over
     CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
   }
 }
+
+TEST_CASE("sizes that overflow or exceed memory exit 2 naming the bytes, before allocating",
+          "[cli][hostile][memory]") {
+  const std::vector<std::string> huge = {"--batch", "65536",   "--heads", "65536",
+                                         "--n",     "1048576", "--d",     "1048576"};
+  SECTION("point and bench with B*H*N*d past 2^64") {
+    for (const char* command : {"point", "bench"}) {
+      std::vector<std::string> args = {command};
+      args.insert(args.end(), huge.begin(), huge.end());
+      const Result r = run_cli(args);
+      INFO(command << ": " << r.err);
+      CHECK(r.signal == 0);
+      CHECK(r.code == 2);
+      CHECK_THAT(r.err, Catch::Contains("more than 2^64 bytes"));
+    }
+  }
+  SECTION("point within size_t but beyond the memory available") {
+    const Result r = run_cli({"point", "--n", "512", "--d", "64"}, {"ATTNDEV_MEMORY_LIMIT=100000"});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("needs about"));
+    CHECK_THAT(r.err, Catch::Contains("97.7 KiB (100000 bytes) of memory is available"));
+    CHECK(r.out.empty());
+  }
+  SECTION("a config that validates but cannot run: run refuses before writing, plan shows it") {
+    const fs::path cfg = write_config(
+        "huge", R"({"name": "huge", "axes": {"batch": 65536, "heads": 65536, "seq_len": 1048576,
+                 "head_dim": 1048576}, "variants": [{"algorithm": "flash2", "policy": "fp32"}]})");
+    const fs::path out = work_dir() / "huge_out";
+    const Result r = run_cli({"run", cfg.string(), "-o", out.string()});
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("more than 2^64 bytes"));
+    CHECK_FALSE(fs::exists(out));
+    const Result p = run_cli({"plan", cfg.string(), "--no-estimate"});
+    INFO(p.err);
+    CHECK(p.code == 0);
+    CHECK_THAT(p.out, Catch::Contains("peak memory: more than 2^64 bytes"));
+    CHECK_THAT(p.out, Catch::Contains("`attndev run` would refuse it"));
+    const fs::path tiny = write_config("tiny_mem", kTiny);
+    const Result t = run_cli({"plan", tiny.string(), "--no-estimate"});
+    CHECK_THAT(t.out, Catch::Contains("peak memory: "));
+    CHECK_THAT(t.out, Catch::Contains(" available"));
+  }
+  SECTION("train and wdist check before allocating") {
+    const fs::path out = work_dir() / "train_mem";
+    const Result t =
+        run_cli({"train", ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json", "-o", out.string()},
+                {"ATTNDEV_MEMORY_LIMIT=1000000"});
+    INFO(t.err);
+    CHECK(t.code == 2);
+    CHECK_THAT(t.err, Catch::Contains("training run tiny-flash2 needs about"));
+    CHECK_FALSE(fs::exists(out));
+    const std::string a = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_a.safetensors";
+    const std::string b = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_b.safetensors";
+    const Result w = run_cli({"wdist", a, b}, {"ATTNDEV_MEMORY_LIMIT=100"});
+    INFO(w.err);
+    CHECK(w.code == 2);
+    CHECK_THAT(w.err, Catch::Contains("needs about"));
+  }
+}

@@ -1,0 +1,59 @@
+// Memory estimates: saturating products (a shape whose size wraps size_t is "more than any
+// machine", never a small number), and the Tensor constructor refusing such a shape.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+
+#include "attention/attention.hpp"
+#include "experiment/config.hpp"
+#include "experiment/memory.hpp"
+#include "experiment/plan.hpp"
+#include "io/memory.hpp"
+
+using namespace attndev;
+
+TEST_CASE("saturating byte arithmetic and its text", "[memory]") {
+  CHECK(io::sat_mul(1ull << 32, 1ull << 32) == io::kBytesOverflow);
+  CHECK(io::sat_mul(1ull << 31, 1ull << 32) == 1ull << 63);
+  CHECK(io::sat_add(io::kBytesOverflow - 1, 2) == io::kBytesOverflow);
+  CHECK(io::sat_mul(0, io::kBytesOverflow) == 0);
+  CHECK(io::format_bytes(1536) == "1.5 KiB (1536 bytes)");
+  CHECK(io::format_bytes(12) == "12 bytes");
+  CHECK_THAT(io::format_bytes(io::kBytesOverflow), Catch::Contains("overflow"));
+  CHECK(io::available_memory_bytes().value_or(1) > 0);
+}
+
+TEST_CASE("a shape past 2^64 bytes saturates every estimate and the tensor refuses it",
+          "[memory]") {
+  const attention::Shape huge{65536, 65536, 1 << 20, 1 << 20, 1 << 20};
+  CHECK(experiment::tensor_bytes(65536, 65536, 1 << 20, 1 << 20) == io::kBytesOverflow);
+  CHECK(experiment::inputs_bytes(huge) == io::kBytesOverflow);
+  CHECK(experiment::attention_run_bytes(huge, attention::Options{}, 1) == io::kBytesOverflow);
+  CHECK_THROWS_AS(attention::Tensor(65536, 65536, 1 << 20, 1 << 20), std::length_error);
+  CHECK_THROWS_AS(attention::Tensor(1, -1, 4, 4), std::invalid_argument);
+  CHECK_THROWS_AS(io::require_memory(io::kBytesOverflow, "x"), io::MemoryError);
+}
+
+TEST_CASE("estimates grow with the shape and cover what the emulator holds", "[memory]") {
+  const attention::Shape s{2, 3, 100, 80, 16};
+  CHECK(experiment::inputs_bytes(s) == 8u * (2 * 3 * 100 * 16 + 2 * 2 * 3 * 80 * 16));
+  CHECK(experiment::output_bytes(s) == 8u * (2 * 3 * 100 * 16 + 2 * 3 * 100));
+  const std::uint64_t run = experiment::attention_run_bytes(s, attention::Options{}, 1);
+  // At least the input stage's copy and the output.
+  CHECK(run >= experiment::inputs_bytes(s) + experiment::output_bytes(s));
+  const attention::Shape longer{2, 3, 200, 160, 16};
+  CHECK(experiment::attention_run_bytes(longer, attention::Options{}, 1) > run);
+  CHECK(experiment::attention_run_bytes(s, attention::Options{}, 4) > run);  // per-thread rows
+
+  const experiment::Config c = experiment::parse_config(
+      R"({"name": "m", "axes": {"seq_len": [64, 512], "head_dim": 32},
+          "variants": [{"algorithm": "flash2", "policy": "kernel-bf16"},
+                       {"algorithm": "baseline", "policy": "fp32"}]})");
+  const experiment::Plan plan = experiment::make_plan(c);
+  const experiment::PlanPeak peak = experiment::plan_peak_bytes(c, plan, 1);
+  REQUIRE(peak.point);
+  CHECK(peak.point->shape.seq_q == 512);
+  // Two input formats (bf16, fp32): both input sets and goldens are held.
+  CHECK(peak.bytes >= 2 * (experiment::inputs_bytes(peak.point->shape) +
+                           experiment::output_bytes(peak.point->shape)));
+}
