@@ -77,9 +77,9 @@ std::size_t input_formats(const Config& config) {
 
 std::uint64_t peak_bytes(std::size_t formats, const Point& point, int threads) {
   const std::uint64_t held =
-      sat_mul(formats, sat_add(inputs_bytes(point.shape), output_bytes(point.shape)));
+      sat_mul(formats, sat_add(inputs_bytes(point.shape()), output_bytes(point.shape())));
   // Every run (golden or variant) has the same bound at a point: tiles aside, the shape decides.
-  return sat_add(held, attention_run_bytes(point.shape, point.options, threads));
+  return sat_add(held, attention_run_bytes(point.shape(), point.options(), threads));
 }
 
 }  // namespace

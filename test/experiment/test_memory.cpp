@@ -52,8 +52,8 @@ TEST_CASE("estimates grow with the shape and cover what the emulator holds", "[m
   const experiment::Plan plan = experiment::make_plan(c);
   const experiment::PlanPeak peak = experiment::plan_peak_bytes(c, plan, 1);
   REQUIRE(peak.point);
-  CHECK(peak.point->shape.seq_q == 512);
+  CHECK(peak.point->shape().seq_q == 512);
   // Two input formats (bf16, fp32): both input sets and goldens are held.
-  CHECK(peak.bytes >= 2 * (experiment::inputs_bytes(peak.point->shape) +
-                           experiment::output_bytes(peak.point->shape)));
+  CHECK(peak.bytes >= 2 * (experiment::inputs_bytes(peak.point->shape()) +
+                           experiment::output_bytes(peak.point->shape())));
 }
