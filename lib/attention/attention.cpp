@@ -1,117 +1,15 @@
-// Dispatch: validation, the input stage, the choice between generic and fast paths, and the
-// split of the work over threads. The numerics of each algorithm live in its own file.
+// Dispatch: the choice between generic and fast paths, names and descriptions. Validation and
+// the input stage are problem.cpp's; the numerics of each algorithm are its row function in rows/.
 #include "attention/attention.hpp"
-
-#include <cmath>
-#include <stdexcept>
-#include <string>
 
 #include "attention/detail.hpp"
 #include "attention/fp8_attention.hpp"
-#include "numerics/round.hpp"
 
 namespace attndev::attention {
 
 namespace {
 
 using numerics::Format;
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument(message);
-}
-
-void validate_tensor(const Tensor& t, const char* name) {
-  const std::string n(name);
-  require(t.batch >= 1,
-          "inputs." + n + ".batch must be >= 1 (got " + std::to_string(t.batch) + ")");
-  require(t.heads >= 1,
-          "inputs." + n + ".heads must be >= 1 (got " + std::to_string(t.heads) + ")");
-  require(t.rows >= 1, "inputs." + n + ".rows (sequence length) must be >= 1 (got " +
-                           std::to_string(t.rows) + "): empty tensor");
-  require(t.cols >= 1,
-          "inputs." + n + ".cols (head_dim) must be >= 1 (got " + std::to_string(t.cols) + ")");
-  const std::size_t expected = static_cast<std::size_t>(t.batch) * t.heads * t.rows * t.cols;
-  require(t.data.size() == expected,
-          "inputs." + n + ".data has " + std::to_string(t.data.size()) +
-              " elements but batch*heads*rows*cols = " + std::to_string(expected));
-}
-
-void validate(const Inputs& in, const Options& options) {
-  validate_tensor(in.q, "q");
-  validate_tensor(in.k, "k");
-  validate_tensor(in.v, "v");
-  auto same = [&](const Tensor& t, const char* name) {
-    const std::string n(name);
-    require(t.batch == in.q.batch && t.heads == in.q.heads,
-            "inputs." + n + " has (batch, heads) = (" + std::to_string(t.batch) + ", " +
-                std::to_string(t.heads) + ") but q has (" + std::to_string(in.q.batch) + ", " +
-                std::to_string(in.q.heads) + ")");
-    require(t.cols == in.q.cols, "inputs." + n + ".cols (head_dim) = " + std::to_string(t.cols) +
-                                     " differs from q.cols = " + std::to_string(in.q.cols));
-  };
-  same(in.k, "k");
-  same(in.v, "v");
-  require(in.v.rows == in.k.rows, "inputs.v.rows = " + std::to_string(in.v.rows) +
-                                      " differs from k.rows = " + std::to_string(in.k.rows) +
-                                      " (K and V must have the same sequence length)");
-  require(options.block_r >= 1,
-          "options.block_r (Br) must be >= 1 (got " + std::to_string(options.block_r) + ")");
-  require(options.block_c >= 1,
-          "options.block_c (Bc) must be >= 1 (got " + std::to_string(options.block_c) + ")");
-  require(options.threads >= 0, "options.threads must be >= 0 (0: all hardware threads; got " +
-                                    std::to_string(options.threads) + ")");
-  if (options.scale) {
-    require(
-        std::isfinite(*options.scale) && *options.scale != 0.0,
-        "options.scale must be finite and non-zero (got " + std::to_string(*options.scale) + ")");
-  }
-}
-
-// The input stage: Q, K, V as stored in memory in the policy's input format (a no-op for inputs
-// that the producer already rounded). Under ScalePlacement::query the scale is folded into Q
-// here: Q' = R_input(q * scale), the product taken in double.
-detail::Problem make_problem(const numerics::PrecisionPolicy& policy, const Inputs& in,
-                             const Options& options) {
-  detail::Problem p;
-  p.policy = policy;
-  p.shape = in.shape();
-  p.causal = options.causal;
-  p.block_r = options.block_r;
-  p.block_c = options.block_c;
-  p.threads = options.threads;
-  p.schedule_seed = options.schedule_seed;
-  p.scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(in.q.cols));
-  p.scale_in_query = options.scale_placement == ScalePlacement::query;
-  p.q = in.q;
-  p.k = in.k;
-  p.v = in.v;
-  const double q_factor = p.scale_in_query ? p.scale : 1.0;
-  for (double& x : p.q.data) x = policy.round(numerics::Stage::input, x * q_factor);
-  for (double& x : p.k.data) x = policy.round(numerics::Stage::input, x);
-  for (double& x : p.v.data) x = policy.round(numerics::Stage::input, x);
-  return p;
-}
-
-void run_generic(Algorithm algorithm, const detail::Problem& p, Output& out) {
-  const int rows = algorithm == Algorithm::baseline ? detail::kBaselineRowBlock : p.block_r;
-  const std::size_t items = detail::row_block_count(p.shape, rows);
-  detail::parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
-    const detail::RowBlock rb = detail::row_block(p.shape, rows, item);
-    switch (algorithm) {
-      case Algorithm::baseline:
-        detail::baseline_generic(p, rb, out);
-        break;
-      case Algorithm::flash1:
-        detail::flash1_generic(p, rb, out);
-        break;
-      case Algorithm::flash2:
-        detail::flash2_generic(p, rb, out);
-        break;
-      default:
-        throw std::logic_error("run_generic: fp8 algorithms run through run_fp8");
-    }
-  });
-}
 
 bool all_stages(const numerics::PrecisionPolicy& policy, Format f) {
   for (numerics::Stage s : numerics::kAllStages)
@@ -238,8 +136,7 @@ const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& po
 
 Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
            const Options& options) {
-  validate(inputs, options);
-  const detail::Problem p = make_problem(policy, inputs, options);
+  const Problem p = make_problem(policy, inputs, options);
   const Shape s = p.shape;
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
@@ -252,22 +149,9 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);
   if (kind == detail::FastKind::none) {
-    run_generic(algorithm, p, out);
-    return out;
-  }
-  switch (algorithm) {
-    case Algorithm::baseline:
-      detail::baseline_fast(p, kind, out);
-      break;
-    case Algorithm::flash1:
-      run_generic(algorithm, p, out);
-      break;
-    case Algorithm::flash2:
-      detail::flash2_fast(p, kind, out);
-      break;
-    default:
-      run_generic(algorithm, p, out);
-      break;
+    detail::run_generic(algorithm, p, out);
+  } else {
+    detail::run_fast(algorithm, p, kind, out);
   }
   return out;
 }
@@ -279,7 +163,7 @@ Output golden(const Inputs& inputs, const Options& options) {
 double forward_flops(const Shape& shape, bool causal) {
   double pairs = 0;
   for (int i = 0; i < shape.seq_q; ++i)
-    pairs += detail::visible_count(i, shape.seq_q, shape.seq_kv, causal);
+    pairs += rows::visible_count(i, shape.seq_q, shape.seq_kv, causal);
   return 4.0 * shape.batch * shape.heads * pairs * shape.head_dim;
 }
 

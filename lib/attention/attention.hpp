@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attention/rows/mask.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::attention {
@@ -21,7 +22,7 @@ enum class Algorithm : unsigned char {
   baseline,
   flash1,
   flash2,
-  // fp8 algorithms (FA-3 Table 3; lib/attention/flash3_fp8.cpp, baseline_fp8.cpp): they quantize
+  // fp8 algorithms (FA-3 Table 3; lib/attention/fp8_attention.cpp): they quantize
   // Q, K, V to scaled e4m3 themselves, from inputs held in the policy's `input` format.
   flash3_fp8,              // block quantization and incoherent processing as Options::fp8 says
   flash3_fp8_per_tensor,   // flash3_fp8 without block quantization (one scale per tensor)
@@ -142,10 +143,9 @@ struct Options {
 
 // Causal masking aligns the bottom-right corners (FlashAttention >= 2.1): query row i may see key
 // column j iff j <= i + (N_kv - N_q). With N_q > N_kv the first rows see no key at all; such
-// fully masked rows output 0 (never NaN) and have lse = -inf.
-inline bool causal_visible(int i, int j, int seq_q, int seq_kv) {
-  return static_cast<long>(j) <= static_cast<long>(i) + (seq_kv - seq_q);
-}
+// fully masked rows output 0 (never NaN) and have lse = -inf. The rule is defined once, in
+// rows/mask.hpp, for every algorithm and backend.
+using rows::causal_visible;
 
 struct Output {
   Tensor o;                 // (B, H, N_q, d), values in the policy's `output` format
@@ -154,7 +154,7 @@ struct Output {
 };
 
 // Throws std::invalid_argument with a message naming the bad field for impossible arguments
-// (tile < 1, mismatched shapes, d < 1, ...).
+// (tile < 1, mismatched shapes, d < 1, ...; attention::validate in problem.hpp).
 Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
            const Options& options);
 

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "attention/detail.hpp"
 #include "numerics/arith.hpp"
 #include "numerics/math.hpp"
 
@@ -115,7 +113,7 @@ void store(const PrecisionPolicy& pol, const std::vector<double>& acc, double sc
   }
 }
 
-// Score S_ij as the forward forms it (lib/attention/baseline.cpp, flash2.cpp): the dot product
+// Score S_ij as the forward forms it (lib/attention/rows/baseline.hpp, flash2.hpp): the dot product
 // accumulated in score_accum; baseline multiplies by the scale (rounded to score_accum) in
 // score_accum before storing S, flash2 keeps the raw score and folds the scale into exp2.
 double raw_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, int d) {
@@ -315,44 +313,21 @@ Gradients backward(Algorithm algorithm, const PrecisionPolicy& policy, const Inp
   Gradients g{Tensor(s.batch, s.heads, s.seq_q, s.head_dim),
               Tensor(s.batch, s.heads, s.seq_kv, s.head_dim),
               Tensor(s.batch, s.heads, s.seq_kv, s.head_dim)};
-  const int pairs = s.batch * s.heads;
-  int threads = options.threads > 0
-                    ? options.threads
-                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, pairs));
-
-  auto work = [&](int first, int step) {
-    for (int bh = first; bh < pairs; bh += step) {
-      const int b = bh / s.heads, h = bh % s.heads;
-      const HeadIn x = load_head(policy, inputs, forward, d_out, options, scale, b, h);
-      // score_scale multiplies dK at the end only when it was applied to the scores.
-      const HeadGrad hg = algorithm == Algorithm::baseline
-                              ? baseline_head(policy, x, s, options.causal, score_scale, dq_scale)
-                              : flash2_head(policy, x, s, options.causal, score_scale, dq_scale,
-                                            options.block_r, options.block_c);
-      put_head(g.dq, b, h, hg.dq);
-      put_head(g.dk, b, h, hg.dk);
-      put_head(g.dv, b, h, hg.dv);
-    }
-  };
-  if (threads == 1) {
-    work(0, 1);
-  } else {
-    std::vector<std::thread> pool;
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        try {
-          work(t, threads);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!error) error = std::current_exception();
-        }
-      });
-    for (std::thread& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
-  }
+  // One work item per (batch, head) pair, each computed in a fixed order and written to its own
+  // slice of the gradients: the thread count and the schedule cannot change a bit.
+  const std::size_t pairs = static_cast<std::size_t>(s.batch) * s.heads;
+  detail::parallel_for(pairs, options.threads, /*schedule_seed=*/0, [&](std::size_t bh) {
+    const int b = static_cast<int>(bh / s.heads), h = static_cast<int>(bh % s.heads);
+    const HeadIn x = load_head(policy, inputs, forward, d_out, options, scale, b, h);
+    // score_scale multiplies dK at the end only when it was applied to the scores.
+    const HeadGrad hg = algorithm == Algorithm::baseline
+                            ? baseline_head(policy, x, s, options.causal, score_scale, dq_scale)
+                            : flash2_head(policy, x, s, options.causal, score_scale, dq_scale,
+                                          options.block_r, options.block_c);
+    put_head(g.dq, b, h, hg.dq);
+    put_head(g.dk, b, h, hg.dk);
+    put_head(g.dv, b, h, hg.dv);
+  });
   return g;
 }
 

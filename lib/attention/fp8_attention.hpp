@@ -1,9 +1,11 @@
 // Internals of the fp8 algorithms (flash3-fp8 and its ablations, baseline-fp8): the prepared
-// problem (scaled e4m3 Q, K, V) and the per-row-block kernels. Not part of the public API.
+// problem (scaled e4m3 Q, K, V) and the Dequant hook with which flash2's and baseline's row
+// functions run on it (fp8_attention.cpp). Not part of the public API.
 #pragma once
 
 #include "attention/detail.hpp"
 #include "attention/fp8_quant.hpp"
+#include "attention/rows/arith.hpp"
 
 namespace attndev::attention::detail {
 
@@ -22,7 +24,34 @@ void run_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options,
 
 Fp8Problem prepare_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options);
 
-void flash3_fp8_rows(const Fp8Problem& f, const RowBlock& rb, Output& out);
-void baseline_fp8_rows(const Fp8Problem& f, const RowBlock& rb, Output& out);
+// The Dequant hook (rows/hooks.hpp) of one (batch, head): e4m3 values times their block scales,
+// applied where FA-3's kernels (and a scaled-fp8 GEMM's epilogue) apply them. Scales are fp32.
+struct Fp8Dequant {
+  // V's scale changes from one K/V block to the next, so each block's P V8 is formed apart and
+  // scaled as it joins the accumulator (merge_pv).
+  static constexpr bool kBlockLocalPv = true;
+  const fp8::ScaledTensor* q;
+  const fp8::ScaledTensor* k;
+  const fp8::ScaledTensor* v;
+  int b, h;
+
+  // S_ij = dot8 * descale, descale = R_score_accum(scale_q(i) * scale_k(j0)): one per row and
+  // K block (every key of a block shares its scale).
+  template <class A>
+  void scores(const A& a, int i, int j0, double* s, int n) const {
+    const double descale = a.mul(rows::Stage::score_accum, q->scale(b, h, i), k->scale(b, h, j0));
+    for (int j = 0; j < n; ++j) s[j] = a.mul(rows::Stage::score_accum, s[j], descale);
+  }
+  // acc * alpha + pv * scale_v(block), one fused step when the policy fuses.
+  template <class A>
+  double merge_pv(const A& a, double acc_times_alpha, double pv, int j0) const {
+    return a.mac(rows::Stage::out_accum, acc_times_alpha, pv, v->scale(b, h, j0));
+  }
+  // baseline-fp8's output: sum_j P_ij V8_jt times V's one scale.
+  template <class A>
+  double output(const A& a, double acc) const {
+    return a.mul(rows::Stage::out_accum, acc, v->scale(b, h, 0));
+  }
+};
 
 }  // namespace attndev::attention::detail

@@ -24,7 +24,9 @@
 #endif
 
 #include "attention/detail.hpp"
+#include "attention/rows/arith.hpp"
 #include "numerics/format.hpp"
+#include "numerics/math.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::attention::detail {
@@ -110,15 +112,6 @@ inline typename Simd<T>::V mac(typename Simd<T>::V acc, typename Simd<T>::V a,
     return Simd<T>::fma(a, b, acc);
   } else {
     return Simd<T>::add(acc, Simd<T>::mul(a, b));
-  }
-}
-
-template <class T, bool kFused>
-inline T mac_scalar(T acc, T a, T b) {
-  if constexpr (kFused) {
-    return std::fma(a, b, acc);
-  } else {
-    return acc + a * b;
   }
 }
 
@@ -318,5 +311,102 @@ Packed<T> pack_inputs(const Problem& p, int block) {
   });
   return pk;
 }
+
+// The fast path's arithmetic model (rows/arith.hpp): each operation one IEEE operation in T.
+// Valid only where fast_kind() says so: every arithmetic stage (score_accum, stats, out_accum)
+// is T's own format, so an op rounded to it is the op in T; the storage stages (input, score,
+// prob, output) are formats a float rounds to with numerics' bit operations.
+template <class T, bool kFused>
+struct NativeArith {
+  using Value = T;
+  numerics::PrecisionPolicy policy;
+
+  T add(rows::Stage, T x, T y) const { return x + y; }
+  T sub(rows::Stage, T x, T y) const { return x - y; }
+  T mul(rows::Stage, T x, T y) const { return x * y; }
+  T div(rows::Stage, T x, T y) const { return x / y; }
+  T mac(rows::Stage, T acc, T x, T y) const {
+    if constexpr (kFused) {
+      return std::fma(x, y, acc);
+    } else {
+      return acc + x * y;
+    }
+  }
+  T mul_sub(rows::Stage, T x, T y, T z) const {
+    if constexpr (kFused) {
+      return std::fma(x, y, -z);
+    } else {
+      return x * y - z;
+    }
+  }
+  T exp(rows::Stage, T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return numerics::exp_f32(x);
+    } else {
+      return numerics::exp_f64(x);
+    }
+  }
+  T exp2(rows::Stage, T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return numerics::exp2_f32(x);
+    } else {
+      return numerics::exp2_f64(x);
+    }
+  }
+  // The arithmetic stages are T itself: rounding to them changes nothing.
+  static constexpr bool is_storage(rows::Stage s) {
+    return s == rows::Stage::input || s == rows::Stage::score || s == rows::Stage::prob ||
+           s == rows::Stage::output;
+  }
+  T round(rows::Stage s, T x) const {
+    if (is_storage(s)) round_in_place<T>(policy[s], &x, 1);
+    return x;
+  }
+  void round_all(rows::Stage s, T* x, int n) const {
+    if (is_storage(s)) round_in_place<T>(policy[s], x, n);
+  }
+  static constexpr rows::Reduction row_sum() { return {rows::Stage::stats, rows::Stage::stats}; }
+};
+
+// The SIMD QK^T and PV of the fast path over the packed inputs of one (batch, head), with the
+// interface of rows::ScalarKernels: the row functions call either.
+template <class T, bool kFused>
+struct SimdKernels {
+  const Packed<T>& pk;
+  int bh;  // flat (batch * H + head)
+
+  // Whole packed tiles: every key of each tile that holds a key some row needs (the extra
+  // lanes are computed and never read).
+  template <class A>
+  void scores(const A&, int row_begin, int rows, int j0, const int* n, T* s, int ld_s) const {
+    int n_max = 0;
+    for (int r = 0; r < rows; ++r) n_max = std::max(n_max, n[r]);
+    const T* q = pk.q_head(bh) + static_cast<std::size_t>(row_begin) * pk.d;  // (rows, d)
+    const int first = j0 / pk.block;
+    for (int blk = first; blk * pk.block < j0 + n_max; ++blk)
+      qk_block<T, kFused>(q, rows, pk.d, pk.kt_tile(bh, blk), pk.padded,
+                          s + static_cast<std::size_t>(blk - first) * pk.padded, ld_s);
+  }
+
+  // Keys in chunks of one packed block, in increasing order: the chunk of V stays in cache while
+  // every row uses it, and each acc element still sums over j = 0, 1, ... in order.
+  template <class A>
+  void pv(const A&, const T* p, int ld_p, const int* count, int rows, int j0, T* acc,
+          int ld_acc) const {
+    const T* v = pk.v_head(bh) + static_cast<std::size_t>(j0) * pk.ld_v;  // (N_kv - j0, ld)
+    int n_max = 0;
+    for (int r = 0; r < rows; ++r) n_max = std::max(n_max, count[r]);
+    if (n_max <= pk.block) {
+      pv_block<T, kFused>(p, ld_p, count, rows, v, ld_acc, acc);
+      return;
+    }
+    std::vector<int> chunk(static_cast<std::size_t>(rows));
+    for (int c0 = 0; c0 < n_max; c0 += pk.block) {
+      for (int r = 0; r < rows; ++r) chunk[r] = std::clamp(count[r] - c0, 0, pk.block);
+      pv_block<T, kFused>(p + c0, ld_p, chunk.data(), rows,
+                          v + static_cast<std::size_t>(c0) * pk.ld_v, ld_acc, acc);
+    }
+  }
+};
 
 }  // namespace attndev::attention::detail

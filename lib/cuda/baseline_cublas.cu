@@ -124,9 +124,7 @@ Prepared prepare_baseline(const DeviceProblem& problem) {
           st->q.get() + h0 * q_stride, Types::kOperand, sh.head_dim, q_stride, &zero,
           st->scores.get(), Types::kAcc, sh.seq_kv, s_stride, n, Types::kCompute,
           CUBLAS_GEMM_DEFAULT));
-      baseline::SoftmaxParams sp{
-          n,        h0,        sh.seq_q, sh.seq_kv, pr.options.causal, pr.scale_scores,
-          pr.scale, pr.policy, pr.lse};
+      const baseline::SoftmaxParams sp{n, h0, pr.rows, pr.lse};
       constexpr unsigned kThreads = 128;
       baseline::softmax_rows_kernel<<<grid_for(std::size_t(n) * sh.seq_q, kThreads), kThreads>>>(
           st->scores.get(), st->probs.get(), sp);

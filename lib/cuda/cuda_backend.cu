@@ -10,10 +10,10 @@
 #include <string>
 #include <type_traits>
 
+#include "attention/problem.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.cuh"
 #include "cuda/dispatch.hpp"
-#include "cuda/input_stage.hpp"
 #include "cuda/launch.cuh"
 #include "cuda/timing.cuh"
 #include "numerics/round.hpp"
@@ -23,31 +23,6 @@ namespace attndev::cuda {
 namespace {
 
 constexpr int kMinSmMajor = 8;  // mma.sync bf16, cp.async, ldmatrix: sm_80 and newer
-
-void check_tensor(const attention::Tensor& t, const char* name) {
-  if (t.batch < 1 || t.heads < 1 || t.rows < 1 || t.cols < 1)
-    throw std::invalid_argument(std::string(name) + ": empty tensor (batch, heads, rows and " +
-                                "cols must all be >= 1)");
-  if (t.data.size() != static_cast<std::size_t>(t.batch) * t.heads * t.rows * t.cols)
-    throw std::invalid_argument(std::string(name) + ": data size does not match its shape");
-}
-
-// The same argument checks as attention::run, so a config fails the same way on either backend.
-void validate(const attention::Inputs& in, const attention::Options& options) {
-  check_tensor(in.q, "q");
-  check_tensor(in.k, "k");
-  check_tensor(in.v, "v");
-  if (in.k.batch != in.q.batch || in.v.batch != in.q.batch || in.k.heads != in.q.heads ||
-      in.v.heads != in.q.heads)
-    throw std::invalid_argument("k/v: batch and heads must match q's");
-  if (in.k.cols != in.q.cols || in.v.cols != in.q.cols)
-    throw std::invalid_argument("k/v: head_dim must match q's");
-  if (in.v.rows != in.k.rows) throw std::invalid_argument("v: rows (N_kv) must match k's");
-  if (options.block_r < 1) throw std::invalid_argument("options.block_r (Br) must be >= 1");
-  if (options.block_c < 1) throw std::invalid_argument("options.block_c (Bc) must be >= 1");
-  if (options.scale && !(std::isfinite(*options.scale) && *options.scale != 0.0))
-    throw std::invalid_argument("options.scale must be finite and non-zero");
-}
 
 // Chooses the launcher for the selected tag (the tag is the instantiation; this only routes it).
 struct PrepareVisitor {
@@ -158,7 +133,7 @@ std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& p
 CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
                        const attention::Inputs& inputs, const attention::Options& options,
                        const TimingOptions& timing) {
-  validate(inputs, options);
+  attention::validate(inputs, options);  // the emulator's checks: a config fails alike on both
   const attention::Shape shape = inputs.shape();
   CudaRunResult result;
   const Selection support = check_supported(kernel, policy, shape, options);
@@ -175,10 +150,11 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
   }
 
   try {
-    const StagedInputs staged = apply_input_stage(policy, inputs, options);
-    const std::vector<double>& q_host = staged.q;
-    const std::vector<double>& k_host = staged.k;
-    const std::vector<double>& v_host = staged.v;
+    // The emulator's input stage: the same rounded Q, K, V and the same scales.
+    const attention::Problem staged = attention::make_problem(policy, inputs, options);
+    const std::vector<double>& q_host = staged.q.data;
+    const std::vector<double>& k_host = staged.k.data;
+    const std::vector<double>& v_host = staged.v.data;
     const std::size_t o_count = inputs.q.data.size();
     const std::size_t rows = static_cast<std::size_t>(shape.batch) * shape.heads * shape.seq_q;
     DeviceBuffer<double> q(q_host.size()), k(k_host.size()), v(v_host.size());
@@ -187,10 +163,17 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
     k.upload(k_host.data(), k_host.size());
     v.upload(v_host.data(), v_host.size());
 
-    DeviceProblem problem{q.get(),     k.get(),   v.get(),
-                          o.get(),     lse.get(), shape,
-                          options,     policy,    staged.scale_scores,
-                          staged.scale};
+    DeviceProblem problem{q.get(),
+                          k.get(),
+                          v.get(),
+                          o.get(),
+                          lse.get(),
+                          shape,
+                          options,
+                          policy,
+                          /*scale_scores=*/!staged.scale_in_query,
+                          staged.scale,
+                          staged.row_params()};
     std::optional<Prepared> prepared;
     select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
     if (!prepared) throw std::logic_error("dispatch selected no launcher");

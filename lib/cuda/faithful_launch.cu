@@ -13,9 +13,9 @@ template <attention::Algorithm A>
 Prepared prepare_faithful(const DeviceProblem& problem) {
   const attention::Shape& s = problem.shape;
   const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * s.seq_q;
-  // flash1 keeps its per-block PV sums here; flash2 accumulates in the output rows directly.
+  // Each row's block of scores (and flash1's block P V): rows * (Bc [+ d]) doubles.
   auto scratch = std::make_shared<DeviceBuffer<double>>(
-      A == attention::Algorithm::flash1 ? rows * s.head_dim : 0);
+      rows * static_cast<std::size_t>(faithful::scratch_per_row(A, problem.rows)));
 
   faithful::Params p{};
   p.q = problem.q;
@@ -26,15 +26,7 @@ Prepared prepare_faithful(const DeviceProblem& problem) {
   p.scratch = scratch->get();
   p.batch = s.batch;
   p.heads = s.heads;
-  p.seq_q = s.seq_q;
-  p.seq_kv = s.seq_kv;
-  p.head_dim = s.head_dim;
-  p.block_r = problem.options.block_r;
-  p.block_c = problem.options.block_c;
-  p.causal = problem.options.causal;
-  p.scale_scores = problem.scale_scores;
-  p.scale = problem.scale;
-  p.policy = problem.policy;
+  p.rows = problem.rows;
 
   // Deep double-precision call chains: small blocks keep register spills cheap.
   constexpr unsigned kThreads = 64;

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "attention/attention.hpp"
+#include "attention/rows/params.hpp"
 #include "cuda/dispatch.hpp"
 #include "numerics/policy.hpp"
 
@@ -26,7 +27,9 @@ struct DeviceProblem {
   numerics::PrecisionPolicy policy;
   bool scale_scores;  // false when the scale was folded into Q on the host (placement `query`)
   double scale;       // softmax scale (1/sqrt(d) unless the options say otherwise)
-  bool produces_lse = true;
+  // The same problem as the emulator's row functions see it (attention::Problem::row_params()):
+  // the faithful kernels and the baseline's softmax take their scales and policy from here.
+  attention::rows::Params rows;
 };
 
 struct Prepared {

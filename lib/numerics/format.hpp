@@ -98,9 +98,4 @@ inline bool parse_format(std::string_view text, Format& out) {
   return false;
 }
 
-// Formats ordered by precision, for "deviation falls as mantissa bits grow" style reasoning.
-inline constexpr bool more_precise(Format a, Format b) {
-  return traits(a).fraction_bits > traits(b).fraction_bits;
-}
-
 }  // namespace attndev::numerics

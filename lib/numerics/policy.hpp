@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <iterator>
 #include <string_view>
 
 #include "format.hpp"
@@ -45,44 +46,19 @@ struct PrecisionPolicy {
   // What fp8-e4m3 values beyond 448 become (saturating casts are what FA-3 uses).
   Overflow fp8_overflow = Overflow::saturate;
 
-  ATTNDEV_HD constexpr Format operator[](Stage s) const {
-    switch (s) {
-      case Stage::input:
-        return input;
-      case Stage::score_accum:
-        return score_accum;
-      case Stage::score:
-        return score;
-      case Stage::stats:
-        return stats;
-      case Stage::prob:
-        return prob;
-      case Stage::out_accum:
-        return out_accum;
-      case Stage::output:
-        return output;
-    }
-    return Format::fp64;
+  // The one stage -> member table: operator[] and at() both read it, on the host and in device
+  // code (a local constexpr array, so nvcc needs no __device__ copy of a static table).
+  using StageMember = Format PrecisionPolicy::*;
+  ATTNDEV_HD static constexpr StageMember member(Stage s) {
+    constexpr StageMember kMembers[] = {&PrecisionPolicy::input, &PrecisionPolicy::score_accum,
+                                        &PrecisionPolicy::score, &PrecisionPolicy::stats,
+                                        &PrecisionPolicy::prob,  &PrecisionPolicy::out_accum,
+                                        &PrecisionPolicy::output};
+    static_assert(std::size(kMembers) == kAllStages.size(), "one member per stage");
+    return kMembers[static_cast<int>(s)];
   }
-  constexpr Format& at(Stage s) {
-    switch (s) {
-      case Stage::input:
-        return input;
-      case Stage::score_accum:
-        return score_accum;
-      case Stage::score:
-        return score;
-      case Stage::stats:
-        return stats;
-      case Stage::prob:
-        return prob;
-      case Stage::out_accum:
-        return out_accum;
-      case Stage::output:
-        break;
-    }
-    return output;
-  }
+  ATTNDEV_HD constexpr Format operator[](Stage s) const { return this->*member(s); }
+  constexpr Format& at(Stage s) { return this->*member(s); }
   // Rounds x as stage s stores it.
   ATTNDEV_HD double round(Stage s, double x) const {
     const Format f = (*this)[s];

@@ -150,6 +150,43 @@ TEST_CASE("fully masked rows give O = 0 and lse = -inf, never NaN", "[attention]
   }
 }
 
+// The one rule for a row none of whose visible scores is above -inf (rows/softmax.hpp): O = 0 and
+// lse = -inf in every algorithm, on the generic and the fast path alike. Row 0 of a causal
+// problem sees key 0 only; its score, -5e5, overflows the fp16 score format to -inf. (Before the
+// rule was shared, baseline gave NaN here while flash1/flash2 and the GPU baseline gave 0.)
+TEST_CASE("a row whose visible scores are all -inf gives O = 0 and lse = -inf",
+          "[attention][mask]") {
+  const Shape s{1, 1, 6, 6, 4};
+  Inputs in = random_inputs(s, /*seed=*/5, nx::Format::fp16);
+  in.q.at(0, 0, 0, 0) = 1000.0;
+  in.k.at(0, 0, 0, 0) = -1000.0;  // S_00 = -1000 * 1000 * 0.5 -> -inf in fp16
+  for (int t = 1; t < 4; ++t) in.q.at(0, 0, 0, t) = in.k.at(0, 0, 0, t) = 0.0;
+  for (const char* name : {"torch-math-fp16", "working-fp16"}) {
+    for (Algorithm a : kAllAlgorithms) {
+      for (Options::Path path : {Options::Path::automatic, Options::Path::generic}) {
+        Options opt;
+        opt.causal = true;
+        opt.block_r = 2;
+        opt.block_c = 4;
+        opt.path = path;
+        INFO(name << " " << algorithm_name(a) << " " << kernel_path(a, preset(name), opt));
+        const Output r = run(a, preset(name), in, opt);
+        CHECK(r.lse[0] == -std::numeric_limits<double>::infinity());
+        for (int t = 0; t < 4; ++t) CHECK(r.o.at(0, 0, 0, t) == 0.0);
+        for (int i = 1; i < 6; ++i) {  // the other rows see finite scores: ordinary results
+          CHECK(std::isfinite(r.lse[static_cast<std::size_t>(i)]));
+          for (int t = 0; t < 4; ++t) CHECK(std::isfinite(r.o.at(0, 0, i, t)));
+        }
+      }
+    }
+  }
+  // The rule is about scores at -inf, not about overflow as such: a score that overflows to
+  // +inf is a failure of the policy and must show as NaN.
+  in.k.at(0, 0, 0, 0) = 1000.0;
+  const Output plus = run(Algorithm::baseline, preset("torch-math-fp16"), in, Options{});
+  CHECK(std::isnan(plus.o.at(0, 0, 0, 0)));
+}
+
 TEST_CASE("causal mask is bottom-right aligned", "[attention][mask]") {
   for (int n_q : {1, 4, 9})
     for (int n_kv : {1, 4, 9})

@@ -84,3 +84,25 @@ TEST_CASE("parse_format aliases", "[policy]") {
     CHECK(back == g);
   }
 }
+
+// operator[] and at() read the one stage table: each stage names its own member, distinct from
+// every other stage's, and the answer is available at compile time (device code uses it too).
+TEST_CASE("each stage reads and writes its own member of the policy", "[policy]") {
+  static_assert(detail::kernel_policy(Format::bf16)[Stage::prob] == Format::bf16);
+  static_assert(detail::kernel_policy(Format::bf16)[Stage::stats] == Format::fp32);
+  for (Stage s : kAllStages) {
+    PrecisionPolicy p = kGoldenPolicy;  // every stage fp64
+    p.at(s) = Format::fp8_e5m2;
+    INFO(stage_name(s));
+    for (Stage other : kAllStages) CHECK((p[other] == Format::fp8_e5m2) == (other == s));
+  }
+  const PrecisionPolicy named{Format::fp16,     Format::fp32, Format::bf16,    Format::tf32,
+                              Format::fp8_e4m3, Format::fp64, Format::fp8_e5m2};
+  CHECK(named[Stage::input] == named.input);
+  CHECK(named[Stage::score_accum] == named.score_accum);
+  CHECK(named[Stage::score] == named.score);
+  CHECK(named[Stage::stats] == named.stats);
+  CHECK(named[Stage::prob] == named.prob);
+  CHECK(named[Stage::out_accum] == named.out_accum);
+  CHECK(named[Stage::output] == named.output);
+}

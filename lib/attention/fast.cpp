@@ -1,0 +1,92 @@
+// The fast paths: the row functions of rows/ (the same ones the generic path runs) in
+// NativeArith<T> with the SIMD kernels of kernels.hpp, T = float when every arithmetic stage is
+// fp32 and T = double when every stage is fp64 (fast_kind() in attention.cpp decides). In T, each
+// *_in call of the generic path is one IEEE operation:
+//   mul_in/add_in/sub_in/div_in(stats|out_accum)  ->  * + - / in T
+//   fma_in(stats) / mac_in(.., fused=true)         ->  std::fma / vector FMA in T
+//   exp_in/exp2_in(stats, x)                       ->  exp_f32/exp2_f32 (exp_f64/exp2_f64)
+//   R_score, R_prob, R_output                      ->  round_to_bf16/fp16/tf32 on floats (or none)
+// and the SIMD kernels keep the order of every sum, so the results are the same bits as the
+// generic path (test_fast_path.cpp).
+#include <vector>
+
+#include "attention/detail.hpp"
+#include "attention/generic_rows.hpp"
+#include "attention/kernels.hpp"
+#include "attention/rows/baseline.hpp"
+#include "attention/rows/flash2.hpp"
+
+namespace attndev::attention::detail {
+
+namespace {
+
+// Columns of K per packed tile of the baseline. A multiple of every vector width, so the tiles of
+// one row of S are contiguous and a row of S is one array over j.
+constexpr int kBaselinePackColumns = 64;
+
+template <class T, bool kFused>
+void flash2_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
+  using A = NativeArith<T, kFused>;
+  const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
+  std::vector<rows::OnlineSoftmax<A>> softmax(rows);
+  std::vector<int> count(rows);
+  std::vector<T> s(rows * pk.padded);  // (Br, BcP)
+  std::vector<T> acc(rows * pk.ld_v);  // (Br, ld) padded like V's rows
+  const rows::Flash2Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
+                                 acc.data(),     pk.ld_v,      nullptr};
+  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
+  rows::flash2_rows(A{p.policy}, kernels, rows::NoDequant{}, rows::RegisterState{}, p.row_params(),
+                    rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+}
+
+template <class T, bool kFused>
+void baseline_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
+  using A = NativeArith<T, kFused>;
+  const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
+  const int ld_s = pk.blocks * pk.padded;
+  std::vector<rows::RowSoftmax<A>> softmax(rows);
+  std::vector<int> count(rows);
+  std::vector<T> s(rows * ld_s);       // (rows, N_kv padded): S, then e, then P
+  std::vector<T> acc(rows * pk.ld_v);  // (rows, ld)
+  const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(),
+                                   ld_s,           acc.data(),   pk.ld_v};
+  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
+  rows::baseline_rows(A{p.policy}, kernels, rows::NoDequant{}, p.row_params(), rb.row_begin,
+                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+}
+
+template <class T>
+void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
+  const bool baseline = algorithm == Algorithm::baseline;
+  const Packed<T> pk = pack_inputs<T>(p, baseline ? kBaselinePackColumns : p.block_c);
+  const int rows = baseline ? kBaselineRowBlock : p.block_r;
+  const std::size_t items = row_block_count(p.shape, rows);
+  parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
+    const RowBlock rb = row_block(p.shape, rows, item);
+    if (baseline) {
+      if (p.policy.fma)
+        baseline_item<T, true>(p, pk, rb, out);
+      else
+        baseline_item<T, false>(p, pk, rb, out);
+    } else {
+      if (p.policy.fma)
+        flash2_item<T, true>(p, pk, rb, out);
+      else
+        flash2_item<T, false>(p, pk, rb, out);
+    }
+  });
+}
+
+}  // namespace
+
+void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out) {
+  if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash2)
+    throw std::logic_error("run_fast: no fast path for this algorithm (see fast_kind)");
+  if (kind == FastKind::f32) {
+    run_fast_t<float>(algorithm, p, out);
+  } else {
+    run_fast_t<double>(algorithm, p, out);
+  }
+}
+
+}  // namespace attndev::attention::detail

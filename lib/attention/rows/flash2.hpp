@@ -1,0 +1,123 @@
+// flash2: FlashAttention-2's forward (Dao, 2023) for a block of query rows of one (batch, head):
+// the one definition the CPU generic path, the SIMD fast path, flash3-fp8 (through the Dequant
+// hook) and the faithful CUDA kernel (a block of one row) all run.
+//
+// For each K/V block of Bc keys in increasing order, for the rows that see at least one of its
+// keys (masked keys are never visited, rows/mask.hpp):
+//   S_ij = R_score(dequant(dot(q_i, k_j)))      raw and unscaled: the scale lives in scale_log2
+//   OnlineSoftmax: rescale (m, alpha, l *= alpha), probs (p_ij), accumulate (l += p_ij),
+//                  rescale_o (acc *= alpha)
+//   P_ij = R_prob(p_ij)                          the cast before the second mma
+//   acc_t += P_ij V_jt over j (out_accum)        or, block-local: acc_t = merge(acc_t, P V)
+//   the State hook: where m, l and acc are kept between blocks (FA-2: registers)
+// End of row: l == 0 -> O = 0, lse = -inf; else O_t = R_output(acc_t * R_stats(1 / l)),
+// lse = m * scale + log(l) in double.
+//
+// A row that sees no key of a block is left untouched by it. A kernel instead runs the block
+// with -inf scores, which leaves m unchanged and rescales by exp2(0): the same values, because
+// exp2_in(stats, 0) == 1 exactly (pinned in test_known_answers.cpp).
+//
+// The K/V loop stops at the last key the block's last row sees; rows never interact, so the
+// results do not depend on how rows are grouped (Br): the CUDA kernel runs groups of one row.
+#pragma once
+
+#include "attention/rows/arith.hpp"
+#include "attention/rows/hooks.hpp"
+#include "attention/rows/mask.hpp"
+#include "attention/rows/params.hpp"
+#include "attention/rows/softmax.hpp"
+#include "numerics/host_device.hpp"
+
+namespace attndev::attention::rows {
+
+// Scratch of one call, owned by the caller (vectors on the CPU, a row's slice of global scratch
+// on the GPU). `rows` = row_end - row_begin.
+template <class A>
+struct Flash2Work {
+  using T = typename A::Value;
+  OnlineSoftmax<A>* softmax;  // (rows) per-row state, set up by flash2_rows
+  int* count;                 // (rows) keys of the current block each row takes
+  T* s;                       // (rows, ld_s >= Bc) S, then p, then P of the current block
+  int ld_s;
+  T* acc;  // (rows, ld_acc >= d) unnormalized O; may be the output row itself (T = double)
+  int ld_acc;
+  T* pv;  // (rows, ld_acc) the block's P V, only with Dequant::kBlockLocalPv (else unused)
+};
+
+// Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
+template <class A, class Kernels, class Dequant, class State = RegisterState>
+ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequant,
+                            const State& state, const Params& p, int row_begin, int row_end,
+                            Flash2Work<A> w, double* o, double* lse) {
+  using T = typename A::Value;
+  const int rows = row_end - row_begin, d = p.head_dim;
+  for (int r = 0; r < rows; ++r) {
+    w.softmax[r] = OnlineSoftmax<A>{};
+    w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
+    for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
+  }
+
+  const int kv_end = visible_count(row_end - 1, p.seq_q, p.seq_kv, p.causal);
+  for (int j0 = 0; j0 < kv_end; j0 += p.block_c) {
+    for (int r = 0; r < rows; ++r)
+      w.count[r] = visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal);
+    kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
+    for (int r = 0; r < rows; ++r) {
+      const int n = w.count[r];
+      if (n == 0) continue;
+      T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
+      dequant.scores(a, row_begin + r, j0, s, n);
+      a.round_all(Stage::score, s, n);
+      OnlineSoftmax<A>& sm = w.softmax[r];
+      if (!sm.rescale(a, block_max(s, n))) {
+        w.count[r] = 0;  // every score so far is -inf: the block adds nothing to this row
+        continue;
+      }
+      sm.probs(a, s, n);
+      sm.accumulate(a, s, n);
+      if constexpr (!Dequant::kBlockLocalPv)
+        sm.rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
+      a.round_all(Stage::prob, s, n);
+    }
+    if constexpr (Dequant::kBlockLocalPv) {
+      for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.pv[e] = T(0);
+      kern.pv(a, w.s, w.ld_s, w.count, rows, j0, w.pv, w.ld_acc);
+      for (int r = 0; r < rows; ++r) {
+        if (w.count[r] == 0) continue;
+        T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
+        const T* pv_r = w.pv + static_cast<long>(r) * w.ld_acc;
+        for (int t = 0; t < w.ld_acc; ++t)
+          acc_r[t] = dequant.merge_pv(a, a.mul(Stage::out_accum, acc_r[t], w.softmax[r].alpha),
+                                      pv_r[t], j0);
+      }
+    } else {
+      kern.pv(a, w.s, w.ld_s, w.count, rows, j0, w.acc, w.ld_acc);
+    }
+    for (int r = 0; r < rows; ++r) {
+      if (w.count[r] == 0) continue;
+      OnlineSoftmax<A>& sm = w.softmax[r];
+      sm.m = state.m(a, sm.m);
+      sm.l = state.l(a, sm.l);
+      T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
+      for (int t = 0; t < w.ld_acc; ++t) acc_r[t] = state.o(a, acc_r[t]);
+    }
+  }
+
+  for (int r = 0; r < rows; ++r) {
+    const OnlineSoftmax<A>& sm = w.softmax[r];
+    T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
+    double* o_r = o + static_cast<long>(r) * d;
+    T inv_l;
+    if (!sm.finish(a, inv_l)) {
+      for (int t = 0; t < d; ++t) o_r[t] = 0.0;
+      lse[r] = neg_inf<double>();
+      continue;
+    }
+    for (int t = 0; t < d; ++t) acc_r[t] = a.mul(Stage::out_accum, acc_r[t], inv_l);
+    a.round_all(Stage::output, acc_r, d);
+    for (int t = 0; t < d; ++t) o_r[t] = static_cast<double>(acc_r[t]);
+    lse[r] = sm.lse(p.lse_scale);
+  }
+}
+
+}  // namespace attndev::attention::rows

@@ -1,0 +1,185 @@
+// The three softmax forms of the attention algorithms, each as a small struct whose named steps
+// carry the -inf guards once (FlashAttention's hopper/softmax.h keeps its online softmax the same
+// way). Every backend calls these steps: the CPU generic and SIMD paths through the row functions
+// (rows/flash2.hpp, flash1.hpp, baseline.hpp), the faithful CUDA kernels through the same row
+// functions, the cuBLAS baseline's softmax kernel through RowSoftmax's steps.
+//
+//   OnlineSoftmax      FA-2: running max m of the raw scores and running sum l; p = exp2 with
+//                      log2(e) folded into the scale; acc rescaled by alpha; one division at the
+//                      end
+//   BlockMergeSoftmax  FA-1 (Algorithm 1): each block's own max and sum, merged into the stored
+//                      (m, l) with two exp factors; O renormalized every block
+//   RowSoftmax         baseline: the whole row at once, max subtraction, division by the sum
+//
+// The one rule for rows without a usable score: a row none of whose visible scores is above -inf
+// (it sees no key, or every score it sees is -inf, or NaN, which the max skips) has O = 0 and
+// lse = -inf, in every algorithm and on every backend (docs/numerics.md).
+#pragma once
+
+#include <cmath>
+
+#include "attention/rows/arith.hpp"
+#include "numerics/host_device.hpp"
+
+namespace attndev::attention::rows {
+
+template <class T>
+ATTNDEV_HD constexpr T neg_inf() {
+  return -static_cast<T>(INFINITY);
+}
+
+// max_j s[j] over n values, -inf for n == 0 (exact in any format: no rounding).
+template <class T>
+ATTNDEV_HD inline T block_max(const T* s, int n) {
+  T m = neg_inf<T>();
+  for (int j = 0; j < n; ++j) m = max_like_std(m, s[j]);
+  return m;
+}
+
+// FA-2's online softmax of one query row (Dao 2023, Algorithm 1). Per K/V block:
+//   rescale     m_new = max(m, block max); alpha = exp2((m - m_new) * scale_log2); l *= alpha
+//   probs       p_j = exp2(s_j * scale_log2 - m_new * scale_log2)   (one FFMA when fused)
+//   accumulate  l += p_j in order (the stats-format p, before P is cast: FA-2's row sum)
+//   rescale_o   acc *= alpha (before the block's P V joins it)
+// and at the end finish (1/l) and lse.
+template <class A>
+struct OnlineSoftmax {
+  using T = typename A::Value;
+  T scale_log2 = T(1);  // R_stats(scale * log2 e)
+  T m = neg_inf<T>();   // running max of the raw (unscaled) scores
+  T l = T(0);           // running sum, stats format
+  T alpha = T(0);       // the last rescale's factor
+  T max_scaled = T(0);  // R_stats(m * scale_log2): the subtrahend of every p of the block
+
+  // Returns false, changing nothing, while every score so far is -inf: the row has nothing to
+  // add yet, and m_new - m_new would be -inf - -inf = NaN. alpha is 0 for the first block that
+  // has a finite max (m == -inf; exp2(-inf) would also give 0, but the guard makes it explicit).
+  ATTNDEV_HD bool rescale(const A& a, T block_max_score) {
+    const T m_new = max_like_std(m, block_max_score);
+    if (m_new == neg_inf<T>()) return false;
+    max_scaled = a.mul(Stage::stats, m_new, scale_log2);
+    alpha =
+        m == neg_inf<T>()
+            ? T(0)
+            : a.exp2(Stage::stats, a.mul(Stage::stats, a.sub(Stage::stats, m, m_new), scale_log2));
+    l = a.mul(Stage::stats, l, alpha);
+    m = m_new;
+    return true;
+  }
+  ATTNDEV_HD T prob(const A& a, T s) const {
+    return a.exp2(Stage::stats, a.mul_sub(Stage::stats, s, scale_log2, max_scaled));
+  }
+  // s[0..n) from raw scores to p, in place (a plain loop: vectorized on the fast path).
+  ATTNDEV_HD void probs(const A& a, T* s, int n) const {
+    for (int j = 0; j < n; ++j) s[j] = prob(a, s[j]);
+  }
+  ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
+    l = sum_into(a, a.row_sum(), l, p, n);
+  }
+  ATTNDEV_HD void rescale_o(const A& a, T* acc, int n) const {
+    for (int t = 0; t < n; ++t) acc[t] = a.mul(Stage::out_accum, acc[t], alpha);
+  }
+  // 1/l in the stats format; false for a row that never passed the rescale guard (l == 0):
+  // O = 0 and lse = -inf, never 0/0.
+  ATTNDEV_HD bool finish(const A& a, T& inv_l) const {
+    if (l == T(0)) return false;
+    inv_l = a.div(Stage::stats, T(1), l);
+    return true;
+  }
+  // Natural-log lse of the scaled scores, in double (reporting): m is a raw score.
+  ATTNDEV_HD double lse(double lse_scale) const {
+    return static_cast<double>(m) * lse_scale + log(static_cast<double>(l));
+  }
+};
+
+// FA-1's softmax of one query row (Dao et al. 2022, Algorithm 1, lines 9-13). m and l are the
+// values stored between K/V blocks (the State hook rounds them, rows/hooks.hpp). Per block:
+//   begin_block  mt = the block's max
+//   probs        pt_j = exp(s_j - mt);  accumulate: lt = sum_j pt_j
+//   merge        m_new = max(m, mt); f_old = exp(m - m_new); f_new = exp(mt - m_new);
+//                l_new = f_old * l + f_new * lt
+//   update_o     O_new = (l f_old O + f_new PV) / l_new   (O was stored normalized)
+//   store        m = m_new, l = l_new through the State hook
+template <class A>
+struct BlockMergeSoftmax {
+  using T = typename A::Value;
+  T m = neg_inf<T>(), l = T(0);  // stored statistics, stats format
+  T mt = T(0), lt = T(0);        // this block's
+  T m_new = T(0), l_new = T(0), f_old = T(0), f_new = T(0), c_old = T(0);
+
+  // False when the block has no score above -inf: it adds nothing, and s - mt would be NaN.
+  ATTNDEV_HD bool begin_block(T block_max_score) {
+    if (block_max_score == neg_inf<T>()) return false;
+    mt = block_max_score;
+    return true;
+  }
+  ATTNDEV_HD T prob(const A& a, T s) const {
+    return a.exp(Stage::stats, a.sub(Stage::stats, s, mt));
+  }
+  ATTNDEV_HD void probs(const A& a, T* s, int n) const {
+    for (int j = 0; j < n; ++j) s[j] = prob(a, s[j]);
+  }
+  ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
+    lt = sum_into(a, a.row_sum(), T(0), p, n);
+  }
+  // f_old is 0 for the row's first block (m == -inf): no exp(-inf - x) is evaluated.
+  ATTNDEV_HD void merge(const A& a) {
+    m_new = max_like_std(m, mt);
+    f_old = m == neg_inf<T>() ? T(0) : a.exp(Stage::stats, a.sub(Stage::stats, m, m_new));
+    f_new = a.exp(Stage::stats, a.sub(Stage::stats, mt, m_new));
+    l_new = a.add(Stage::stats, a.mul(Stage::stats, f_old, l), a.mul(Stage::stats, f_new, lt));
+    c_old = a.mul(Stage::stats, l, f_old);  // weights the stored, normalized O back
+  }
+  ATTNDEV_HD T update_o(const A& a, T o, T pv) const {
+    const T num = a.add(Stage::out_accum, a.mul(Stage::out_accum, c_old, o),
+                        a.mul(Stage::out_accum, f_new, pv));
+    return a.div(Stage::out_accum, num, l_new);
+  }
+  template <class State>
+  ATTNDEV_HD void store(const A& a, const State& state) {
+    m = state.m(a, m_new);
+    l = state.l(a, l_new);
+  }
+  // A row that saw nothing keeps l == 0: lse = -inf. m already includes the scale.
+  ATTNDEV_HD double lse() const {
+    return l == T(0) ? neg_inf<double>() : static_cast<double>(m) + log(static_cast<double>(l));
+  }
+};
+
+// The baseline's softmax of one whole row: m = max_j s_j; e_j = exp(s_j - m); l = sum_j e_j;
+// P_j = e_j / l.
+template <class A>
+struct RowSoftmax {
+  using T = typename A::Value;
+  T m = neg_inf<T>(), l = T(0);
+
+  ATTNDEV_HD void take_max(T s) { m = max_like_std(m, s); }
+  // The guard (see the top of this file): false when no visible score is above -inf.
+  ATTNDEV_HD bool has_max() const { return m != neg_inf<T>(); }
+  ATTNDEV_HD T exp(const A& a, T s) const { return a.exp(Stage::stats, a.sub(Stage::stats, s, m)); }
+  ATTNDEV_HD void accumulate(const A& a, const T* e, int n) {
+    l = sum_into(a, a.row_sum(), l, e, n);
+  }
+  // The same sum one term at a time, for a caller that recomputes e_j instead of keeping a row
+  // (the cuBLAS baseline's softmax kernel): add_term for j = 0, 1, ..., then end_sum.
+  ATTNDEV_HD void add_term(const A& a, T e) { l = a.add(a.row_sum().accumulate, l, e); }
+  ATTNDEV_HD void end_sum(const A& a) { l = a.round(a.row_sum().stored, l); }
+  ATTNDEV_HD T normalize(const A& a, T e) const { return a.div(Stage::stats, e, l); }
+  ATTNDEV_HD double lse() const { return static_cast<double>(m) + log(static_cast<double>(l)); }
+};
+
+// RowSoftmax over a row held in memory, in place: s[0..n) holds the scores as stored on entry
+// and P as stored (R_prob) on exit. Returns false (s untouched past the max) for a row the guard
+// defines as O = 0.
+template <class A>
+ATTNDEV_HD inline bool softmax_row(const A& a, RowSoftmax<A>& sm, typename A::Value* s, int n) {
+  for (int j = 0; j < n; ++j) sm.take_max(s[j]);
+  if (!sm.has_max()) return false;
+  for (int j = 0; j < n; ++j) s[j] = sm.exp(a, s[j]);  // e_j
+  sm.accumulate(a, s, n);
+  for (int j = 0; j < n; ++j) s[j] = sm.normalize(a, s[j]);
+  a.round_all(Stage::prob, s, n);  // P as stored
+  return true;
+}
+
+}  // namespace attndev::attention::rows
