@@ -9,3 +9,27 @@ if(TARGET attndev_cuda)
   set_tests_properties(cuda_gpu_kernels PROPERTIES LABELS "gpu;cuda" SKIP_RETURN_CODE 77
                        TIMEOUT 600)
 endif()
+
+# What scripts/gpu-check.sh builds and runs, as one target: every CUDA test executable
+# (test/cuda/test_*.cpp and cuda_gpu_kernels), the check tool and attndev, so that the script,
+# CI's bundle-only build (scripts/ci-bundle-build.sh) and the test list cannot drift apart.
+# gpu-check-targets.txt ("KIND NAME PATH" per line) tells the script where each one is and which
+# executables must have ctest entries.
+if(TARGET attndev_cuda)
+  file(GLOB attndev_cuda_test_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.cpp)
+  set(attndev_gpu_tests cuda_gpu_kernels)
+  foreach(src ${attndev_cuda_test_sources})
+    get_filename_component(stem ${src} NAME_WE)
+    list(APPEND attndev_gpu_tests cuda_${stem})
+  endforeach()
+  add_custom_target(attndev_gpu_targets)
+  add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev)
+  set(attndev_gpu_lines "lib attndev_cuda $<TARGET_FILE:attndev_cuda>\n"
+      "tool attndev_cuda_check $<TARGET_FILE:attndev_cuda_check>\n"
+      "app attndev $<TARGET_FILE:attndev>\n")
+  foreach(t ${attndev_gpu_tests})
+    list(APPEND attndev_gpu_lines "test ${t} $<TARGET_FILE:${t}>\n")
+  endforeach()
+  string(REPLACE ";" "" attndev_gpu_lines "${attndev_gpu_lines}")
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/gpu-check-targets.txt CONTENT "${attndev_gpu_lines}")
+endif()
