@@ -51,21 +51,26 @@ struct BaselineTag {
   static constexpr MatElement kElement = E;
 };
 
-// flash2-tc kernel traits: a (format, head dim, Br, Bc) instantiation. Each warp owns 16 query
-// rows (one m16 slice of mma.m16n8k16), so Br = 16 * warps.
+// flash2-tc kernel traits: a (format, head dim, Br, Bc) instantiation. Four warps; each owns
+// kMTiles m16 slices of query rows (mma.m16n8k16's m), so that every K/V fragment read from
+// shared memory feeds kMTiles mma (FA-2's split of a 128-row tile: two slices per warp).
 template <MatElement E, int HeadDim, int BlockM, int BlockN>
 struct TcTag {
   static constexpr MatElement kElement = E;
   static constexpr int kHeadDim = HeadDim;
   static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
-  static constexpr int kWarps = BlockM / 16;
+  static constexpr int kWarps = 4;
+  static constexpr int kMTiles = BlockM / (16 * kWarps);
   static constexpr int kThreads = 32 * kWarps;
   static_assert(E == MatElement::bf16 || E == MatElement::fp16, "mma.sync m16n8k16 operands");
   static_assert(HeadDim % 16 == 0, "head dim is the k extent of the QK^T mma (k16 steps)");
-  static_assert(BlockM % 16 == 0 && BlockM >= 16, "one warp per 16 query rows");
+  static_assert(BlockM % (16 * kWarps) == 0, "each warp owns whole 16-row m16 slices");
   static_assert(BlockN % 16 == 0, "P's k16 steps in the PV mma span two n8 score tiles");
 };
+
+// flash2-tc's grid is (Q blocks, batch x head): CUDA limits gridDim.y to 65535.
+inline constexpr long long kTcMaxBatchHeads = 65535;
 
 // The flash2-tc instantiation table. Adding a row here is all it takes to support a tile.
 // 128x64 is FA-2's forward tile for d <= 128 on sm_80+; 64x64 is the small-shape / low-register
@@ -196,6 +201,12 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
             kernel, "only the kernel-" + detail::fmt_name(p.input) +
                         " policy (fp32 score/stats/accumulators, prob and output in the input "
                         "format, fused mma); use the faithful flash2 for other policies");
+      const long long batch_heads = static_cast<long long>(shape.batch) * shape.heads;
+      if (batch_heads > kTcMaxBatchHeads)
+        return detail::unsupported(kernel, "batch x heads = " + std::to_string(batch_heads) +
+                                               " exceeds the grid's limit of " +
+                                               std::to_string(kTcMaxBatchHeads) +
+                                               " (CUDA gridDim.y); split the batch");
       const MatElement e = p.input == Format::bf16 ? MatElement::bf16 : MatElement::fp16;
       const int d = shape.head_dim;
       const bool found = detail::for_first_match<TcTable>(

@@ -1,28 +1,51 @@
 // flash2-tc: a FlashAttention-2 forward kernel on the tensor cores (mma.sync m16n8k16, bf16/fp16
 // operands, fp32 accumulation), written to have the real kernels' numerical structure:
-//   * Q, K, V tiles staged in shared memory (cp.async, K/V double-buffered), read into the mma
-//     fragment layout with ldmatrix (V transposed by ldmatrix.trans);
+//   * Q, K, V tiles staged in shared memory with cp.async, read into the mma fragment layout with
+//     ldmatrix (V transposed by ldmatrix.trans);
 //   * S = Q K^T accumulated in fp32 registers by the matrix unit (its internal summation order
 //     and width are the hardware's: the one place this kernel's arithmetic is not the emulator's);
 //   * online softmax in fp32 registers: running max, exp2 with log2(e) folded into the scale and
 //     the subtraction fused into one FFMA, rescale of l and O by exp2(m_old - m_new);
 //   * P cast to bf16/fp16 in registers (round to nearest even) and fed straight back as the A
 //     operand of the P V mma; O accumulated in fp32 and rounded once, after the 1/l scaling.
-// exp2f here is CUDA's (ex2.approx-based), not lib/numerics' exp2: this kernel is not claimed
-// bit-identical to anything; its deviation is checked against the golden instead (docs/cuda.md).
+// exp2f here is CUDA's accurate exp2f (no fast-math anywhere), not lib/numerics' exp2: this
+// kernel is not claimed bit-identical to anything; its deviation is checked against the golden
+// instead (docs/cuda.md).
 //
-// One CTA owns kBlockM query rows of one (batch, head); warp w owns rows 16w..16w+15. Each thread
-// holds two rows of every fragment (groupID and groupID + 8, CUDA's C-fragment layout), so row
-// statistics are reduced across the four threads of a quad with two shuffles.
+// Work split (FA-2's for d <= 128): one CTA of four warps owns kBlockM query rows of one
+// (batch, head); warp w owns kMTiles consecutive m16 slices (rows 16 kMTiles w ...), so each K/V
+// fragment read from shared memory feeds kMTiles mma. Each thread holds two rows of every
+// fragment (groupID and groupID + 8, the C-fragment layout), so row statistics are reduced across
+// the four threads of a quad with two shuffles. Q is re-read from shared memory per k16 step
+// instead of living in registers: at d = 128 that keeps the kernel at two CTAs per SM.
+//
+// K/V pipeline (two stages, K and V in separate cp.async groups, both double-buffered):
+//   prologue:        issue {Q, K0}, issue {V0}
+//   block nb:  A:    wait for K(nb); barrier; issue K(nb+1) into the other K buffer
+//                    S = Q K(nb)^T, mask, online softmax
+//              B:    wait for V(nb); barrier; issue V(nb+1) into the other V buffer
+//                    O += P V(nb)
+// Every step commits a group (empty past the last block), so "wait until one group is in
+// flight" is the right wait everywhere. A buffer is refilled only after the barrier that follows
+// its last reader: K(nb+1)'s buffer was last read by S(nb-1), before barrier B of block nb-1;
+// V(nb+1)'s by PV(nb-1), before barrier A of block nb. test/cuda/test_flash2_tc_sim.cpp runs
+// this code on the host with every shared-memory access race-checked.
+//
+// The store of O: the normalized tile is staged in the Q tile's shared memory (each warp in its
+// own rows, which only it has read) and written out as 16-byte vector stores, a full row of
+// d elements by consecutive lanes.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/dispatch.hpp"
+#if defined(ATTNDEV_TC_HOST_SIM)
+// The includer has defined the primitives (test/cuda/tc_sim.hpp).
+#else
+#include "cuda/flash2_tc_primitives.cuh"
+#endif
 
 namespace attndev::cuda::tc {
 
@@ -30,11 +53,11 @@ template <MatElement E>
 struct ElementOf;
 template <>
 struct ElementOf<MatElement::bf16> {
-  using Type = __nv_bfloat16;
+  using Type = Bf16Type;
 };
 template <>
 struct ElementOf<MatElement::fp16> {
-  using Type = __half;
+  using Type = HalfType;
 };
 
 template <class T>
@@ -51,85 +74,25 @@ struct Params {
 };
 
 // Shared-memory rows are padded by 8 elements (16 bytes): consecutive rows then start 4 banks
-// apart, so the 8 row addresses of each ldmatrix 8x8 matrix hit distinct banks.
+// apart, so the 8 row addresses of each ldmatrix 8x8 matrix hit distinct banks, and so do the
+// O staging stores (row groupID, column pair quad lane: bank 4 groupID + quad lane).
 template <class Tag>
 struct Layout {
   static constexpr int kStride = Tag::kHeadDim + 8;  // elements per smem row
   static constexpr int kQElems = Tag::kBlockM * kStride;
   static constexpr int kKvElems = Tag::kBlockN * kStride;
-  // Q, then K[2], then V[2] (double-buffered K/V blocks).
+  // Q (later the O staging tile), then K[2], then V[2].
   static constexpr int kTotalElems = kQElems + 4 * kKvElems;
   static constexpr int kBytes = kTotalElems * 2;
   static_assert((kStride * 2) % 16 == 0, "cp.async/ldmatrix need 16-byte aligned rows");
 };
 
-__device__ inline std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global -> shared copy; src_bytes = 0 writes zeros (rows past the sequence end).
-__device__ inline void cp_async_16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-__device__ inline void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::);
-}
-
-__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-// D = A B + C, m16n8k16, fp32 accumulators in place.
-template <class T>
-__device__ inline void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
-                                 std::uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two fp32 values -> one register of two bf16/fp16, round to nearest even; `lo` is the element
-// with the smaller column index (the lower half, as the mma fragment expects).
-template <class T>
-__device__ inline std::uint32_t pack2(float lo, float hi) {
-  std::uint32_t out;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    memcpy(&out, &v, 4);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    memcpy(&out, &v, 4);
-  }
-  return out;
-}
-
 // Copies `rows` rows of a (N, d) matrix starting at row `row0` into a padded smem tile; rows at
 // or past n_rows are zero-filled so the mma reads zeros (and the mask removes them from S).
 template <class Tag, class T>
-__device__ inline void load_tile(T* smem, const T* gmem, int row0, int rows, int n_rows) {
+ATTNDEV_TC_FN void load_tile(T* smem, const T* gmem, int row0, int rows, int n_rows) {
   constexpr int kChunksPerRow = Tag::kHeadDim / 8;  // 16-byte chunks of 8 elements
-  for (int c = threadIdx.x; c < rows * kChunksPerRow; c += Tag::kThreads) {
+  for (int c = thread_id(); c < rows * kChunksPerRow; c += Tag::kThreads) {
     const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
     const bool inside = row0 + r < n_rows;
     const T* src = inside ? gmem + static_cast<std::size_t>(row0 + r) * Tag::kHeadDim + col : gmem;
@@ -137,157 +100,213 @@ __device__ inline void load_tile(T* smem, const T* gmem, int row0, int rows, int
   }
 }
 
+// One CTA: query rows [m_block * kBlockM, ...) of the (batch x head) `head`.
 template <class Tag>
-__global__ void __launch_bounds__(Tag::kThreads)
-    flash2_tc_kernel(Params<typename ElementOf<Tag::kElement>::Type> p) {
+ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>::Type>& p,
+                                 unsigned char* smem_raw, int m_block, std::size_t head) {
   using T = typename ElementOf<Tag::kElement>::Type;
   using L = Layout<Tag>;
   constexpr int kD = Tag::kHeadDim, kBM = Tag::kBlockM, kBN = Tag::kBlockN;
-  constexpr int kDSteps = kD / 16;  // k16 steps of Q K^T
-  constexpr int kNTiles = kBN / 8;  // n8 tiles of S
-  constexpr int kDTiles = kD / 8;   // n8 tiles of O
+  constexpr int kMT = Tag::kMTiles;  // m16 slices per warp
+  constexpr int kDSteps = kD / 16;   // k16 steps of Q K^T
+  constexpr int kNTiles = kBN / 8;   // n8 tiles of S
+  constexpr int kDTiles = kD / 8;    // n8 tiles of O
   constexpr float kNegInf = -INFINITY;
 
-  extern __shared__ __align__(16) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);  // (kBM, kStride)
   T* k_s = q_s + L::kQElems;                // (2, kBN, kStride)
   T* v_s = k_s + 2 * L::kKvElems;           // (2, kBN, kStride)
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int tid = thread_id();
+  const int warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad_lane = lane % 4;
-  const int m0 = blockIdx.x * kBM;
-  const std::size_t head = blockIdx.y;
+  const int m0 = m_block * kBM;
+  const int warp_row0 = warp * 16 * kMT;      // first row of this warp inside the tile
   const T* q_g = p.q + head * p.seq_q * kD;   // (N_q, d)
   const T* k_g = p.k + head * p.seq_kv * kD;  // (N_kv, d)
   const T* v_g = p.v + head * p.seq_kv * kD;  // (N_kv, d)
+  const int diag = p.seq_kv - p.seq_q;        // causal: row i sees columns <= i + diag
 
   // K/V blocks this Q block needs: causal stops at the last column its last row may see.
   int n_blocks = (p.seq_kv + kBN - 1) / kBN;
   if (p.causal) {
-    const long last_row = min(p.seq_q, m0 + kBM) - 1;
-    const long last_col = last_row + (p.seq_kv - p.seq_q);
+    const long last_row = (p.seq_q < m0 + kBM ? p.seq_q : m0 + kBM) - 1;
+    const long last_col = last_row + diag;
     const long needed = last_col < 0 ? 0 : last_col / kBN + 1;
     if (needed < n_blocks) n_blocks = static_cast<int>(needed);
   }
 
   load_tile<Tag>(q_s, q_g, m0, kBM, p.seq_q);
-  if (n_blocks > 0) {
-    load_tile<Tag>(k_s, k_g, 0, kBN, p.seq_kv);
-    load_tile<Tag>(v_s, v_g, 0, kBN, p.seq_kv);
-  }
+  if (n_blocks > 0) load_tile<Tag>(k_s, k_g, 0, kBN, p.seq_kv);
   cp_async_commit();
-  cp_async_wait_all();
-  __syncthreads();
+  if (n_blocks > 0) load_tile<Tag>(v_s, v_g, 0, kBN, p.seq_kv);
+  cp_async_commit();
 
-  // Q fragments stay in registers for the whole K/V loop.
-  std::uint32_t q_frag[kDSteps][4];
-  for (int kk = 0; kk < kDSteps; ++kk)
-    ldmatrix_x4(q_frag[kk], q_s + (warp * 16 + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
-
-  float acc[kDTiles][4] = {};             // O, unnormalized, fp32
-  float row_max[2] = {kNegInf, kNegInf};  // rows group and group + 8
-  float row_sum[2] = {0.f, 0.f};          // this thread's share of l (quad-reduced at the end)
-  const int row_of[2] = {m0 + warp * 16 + group, m0 + warp * 16 + group + 8};
+  float acc[kMT][kDTiles][4] = {};  // O, unnormalized, fp32
+  float row_max[kMT][2], row_sum[kMT][2];
+  for (int t = 0; t < kMT; ++t) {
+    for (int r = 0; r < 2; ++r) {
+      row_max[t][r] = kNegInf;
+      row_sum[t][r] = 0.f;  // this thread's share of l (quad-reduced at the end)
+    }
+  }
+  auto row_of = [&](int t, int r) { return m0 + warp_row0 + t * 16 + group + 8 * r; };
 
   for (int nb = 0; nb < n_blocks; ++nb) {
     const int buf = nb & 1;
-    if (nb + 1 < n_blocks) {  // prefetch the next block while this one is computed
-      load_tile<Tag>(k_s + (buf ^ 1) * L::kKvElems, k_g, (nb + 1) * kBN, kBN, p.seq_kv);
-      load_tile<Tag>(v_s + (buf ^ 1) * L::kKvElems, v_g, (nb + 1) * kBN, kBN, p.seq_kv);
-      cp_async_commit();
-    }
+    const bool more = nb + 1 < n_blocks;
     const T* kb = k_s + buf * L::kKvElems;  // (kBN, kStride)
     const T* vb = v_s + buf * L::kKvElems;  // (kBN, kStride)
 
-    // S = Q K^T for this warp's 16 rows: (16, kBN) in fp32 fragments.
-    float s[kNTiles][4] = {};
+    // A: K(nb) (and, at nb = 0, Q) has landed for every thread.
+    cp_async_wait<1>();
+    sync_cta();
+    if (more) load_tile<Tag>(k_s + (buf ^ 1) * L::kKvElems, k_g, (nb + 1) * kBN, kBN, p.seq_kv);
+    cp_async_commit();
+
+    // S = Q K^T for this warp's rows: (16 kMT, kBN) in fp32 fragments. One K fragment (two n8
+    // tiles) feeds kMT mma pairs.
+    float s[kMT][kNTiles][4] = {};
     for (int kk = 0; kk < kDSteps; ++kk) {
+      std::uint32_t a[kMT][4];
+      for (int t = 0; t < kMT; ++t)
+        ldmatrix_x4(
+            a[t], q_s + (warp_row0 + t * 16 + lane % 16) * L::kStride + kk * 16 + (lane / 16) * 8);
       for (int np = 0; np < kNTiles / 2; ++np) {
         const int mat = lane / 8;
         std::uint32_t b[4];
         ldmatrix_x4(
             b, kb + (np * 16 + lane % 8 + (mat / 2) * 8) * L::kStride + kk * 16 + (mat % 2) * 8);
-        mma_16816<T>(s[2 * np], q_frag[kk], b[0], b[1]);
-        mma_16816<T>(s[2 * np + 1], q_frag[kk], b[2], b[3]);
+        for (int t = 0; t < kMT; ++t) {
+          mma_16816<T>(s[t][2 * np], a[t], b[0], b[1]);
+          mma_16816<T>(s[t][2 * np + 1], a[t], b[2], b[3]);
+        }
       }
     }
 
     // Mask columns past N_kv (tile tail) and, when causal, right of the bottom-right diagonal.
-    const int col0 = nb * kBN + quad_lane * 2;
-    for (int nt = 0; nt < kNTiles; ++nt) {
-      for (int c = 0; c < 4; ++c) {
-        const int col = col0 + nt * 8 + (c & 1);
-        const int row = row_of[c / 2];
-        if (col >= p.seq_kv || (p.causal && col > row + (p.seq_kv - p.seq_q))) s[nt][c] = kNegInf;
-      }
-    }
-
-    // Online softmax, per row r of this thread (c = 2r, 2r + 1 in each n-tile).
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
-      for (int nt = 0; nt < kNTiles; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      // A row that has seen only masked columns keeps max -inf; using 0 as the subtrahend makes
-      // every p = exp2(-inf) = 0 instead of exp2(-inf - -inf) = NaN.
-      const float max_scaled = mx == kNegInf ? 0.f : mx * p.scale_log2;
-      // (m_old - m_new) first, as FA-2 does: exactly 0 -> alpha exactly 1 when the max did not
-      // move (a fused m_old*c - m_new*c would leave the product's rounding error instead).
-      // m_old = -inf gives alpha = 0; a row still at -inf keeps alpha = 1 (its l and O are 0).
-      const float alpha = mx == kNegInf ? 1.f : exp2f((row_max[r] - mx) * p.scale_log2);
-      row_max[r] = mx;
-      float sum = 0.f;
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        for (int c = 2 * r; c < 2 * r + 2; ++c) {
-          s[nt][c] = exp2f(fmaf(s[nt][c], p.scale_log2, -max_scaled));
-          sum += s[nt][c];
+    // Decided per block for the whole CTA: interior blocks skip the compares.
+    const int col_end = (nb + 1) * kBN;  // one past this block's last column
+    const bool tail = col_end > p.seq_kv;
+    const bool crosses_diag = p.causal && col_end - 1 > m0 + diag;
+    if (tail || crosses_diag) {
+      const int col0 = nb * kBN + quad_lane * 2;
+      for (int t = 0; t < kMT; ++t) {
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          for (int c = 0; c < 4; ++c) {
+            const int col = col0 + nt * 8 + (c & 1);
+            if (col >= p.seq_kv || (p.causal && col > row_of(t, c / 2) + diag))
+              s[t][nt][c] = kNegInf;
+          }
         }
       }
-      row_sum[r] = fmaf(row_sum[r], alpha, sum);
-      for (int dt = 0; dt < kDTiles; ++dt) {
-        acc[dt][2 * r] *= alpha;
-        acc[dt][2 * r + 1] *= alpha;
+    }
+
+    // Online softmax, per row r of each m16 slice t (c = 2r, 2r + 1 in each n-tile).
+    for (int t = 0; t < kMT; ++t) {
+      for (int r = 0; r < 2; ++r) {
+        float mx = row_max[t][r];
+        for (int nt = 0; nt < kNTiles; ++nt)
+          mx = fmaxf(mx, fmaxf(s[t][nt][2 * r], s[t][nt][2 * r + 1]));
+        mx = fmaxf(mx, shfl_xor(mx, 1));
+        mx = fmaxf(mx, shfl_xor(mx, 2));
+        // A row that has seen only masked columns keeps max -inf; using 0 as the subtrahend
+        // makes every p = exp2(-inf) = 0 instead of exp2(-inf - -inf) = NaN.
+        const float max_scaled = mx == kNegInf ? 0.f : mx * p.scale_log2;
+        // (m_old - m_new) first, as FA-2 does: exactly 0 -> alpha exactly 1 when the max did not
+        // move (a fused m_old*c - m_new*c would leave the product's rounding error instead).
+        // m_old = -inf gives alpha = 0; a row still at -inf keeps alpha = 1 (its l and O are 0).
+        const float alpha = mx == kNegInf ? 1.f : exp2f((row_max[t][r] - mx) * p.scale_log2);
+        row_max[t][r] = mx;
+        float sum = 0.f;
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          for (int c = 2 * r; c < 2 * r + 2; ++c) {
+            s[t][nt][c] = exp2f(fmaf(s[t][nt][c], p.scale_log2, -max_scaled));
+            sum += s[t][nt][c];
+          }
+        }
+        row_sum[t][r] = fmaf(row_sum[t][r], alpha, sum);
+        for (int dt = 0; dt < kDTiles; ++dt) {
+          acc[t][dt][2 * r] *= alpha;
+          acc[t][dt][2 * r + 1] *= alpha;
+        }
       }
     }
 
-    // O += P V: P leaves the S fragments as bf16/fp16 A fragments (two n8 tiles per k16 step).
+    // B: V(nb) has landed for every thread; V's other buffer (last read by PV(nb - 1), before
+    // barrier A) may be refilled.
+    cp_async_wait<1>();
+    sync_cta();
+    if (more) load_tile<Tag>(v_s + (buf ^ 1) * L::kKvElems, v_g, (nb + 1) * kBN, kBN, p.seq_kv);
+    cp_async_commit();
+
+    // O += P V: P leaves the S fragments as bf16/fp16 A fragments (two n8 tiles per k16 step);
+    // one V fragment (two n8 tiles of O) feeds kMT mma pairs.
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
-      const std::uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
-                                  pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                                  pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                  pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      std::uint32_t a[kMT][4];
+      for (int t = 0; t < kMT; ++t) {
+        a[t][0] = pack2<T>(s[t][2 * kk][0], s[t][2 * kk][1]);
+        a[t][1] = pack2<T>(s[t][2 * kk][2], s[t][2 * kk][3]);
+        a[t][2] = pack2<T>(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+        a[t][3] = pack2<T>(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+      }
       for (int dp = 0; dp < kDTiles / 2; ++dp) {
         const int mat = lane / 8;
         std::uint32_t b[4];
         ldmatrix_x4_trans(
             b, vb + (kk * 16 + lane % 8 + (mat % 2) * 8) * L::kStride + dp * 16 + (mat / 2) * 8);
-        mma_16816<T>(acc[2 * dp], a, b[0], b[1]);
-        mma_16816<T>(acc[2 * dp + 1], a, b[2], b[3]);
+        for (int t = 0; t < kMT; ++t) {
+          mma_16816<T>(acc[t][2 * dp], a[t], b[0], b[1]);
+          mma_16816<T>(acc[t][2 * dp + 1], a[t], b[2], b[3]);
+        }
       }
     }
-    // The next block must have landed, and every warp must be done with `buf` before the next
-    // iteration's prefetch overwrites it.
-    cp_async_wait_all();
-    __syncthreads();
   }
+  // Nothing may still be landing in shared memory (with no K/V block at all, Q's copy was never
+  // waited for) before this warp's Q rows become its O staging rows.
+  cp_async_wait<0>();
+  sync_cta();
 
   // Epilogue: l = quad sum; O = acc / l rounded once to the output type; fully masked rows
-  // (l == 0) are defined as O = 0, lse = -inf.
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = row_of[r];
-    if (row >= p.seq_q) continue;
-    const float inv_l = l == 0.f ? 0.f : 1.f / l;
-    T* o_row = p.o + (head * p.seq_q + row) * kD;  // (d)
-    for (int dt = 0; dt < kDTiles; ++dt) {
-      const std::uint32_t packed = pack2<T>(acc[dt][2 * r] * inv_l, acc[dt][2 * r + 1] * inv_l);
-      memcpy(o_row + dt * 8 + quad_lane * 2, &packed, 4);
+  // (l == 0) are defined as O = 0, lse = -inf. Stage this warp's rows in its own Q rows.
+  T* o_s = q_s;  // (kBM, kStride)
+  for (int t = 0; t < kMT; ++t) {
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[t][r];
+      l += shfl_xor(l, 1);
+      l += shfl_xor(l, 2);
+      const float inv_l = l == 0.f ? 0.f : 1.f / l;
+      T* o_row = o_s + (warp_row0 + t * 16 + group + 8 * r) * L::kStride;  // (d)
+      for (int dt = 0; dt < kDTiles; ++dt)
+        st_shared_u32(o_row + dt * 8 + quad_lane * 2,
+                      pack2<T>(acc[t][dt][2 * r] * inv_l, acc[t][dt][2 * r + 1] * inv_l));
+      const int row = row_of(t, r);
+      if (quad_lane == 0 && row < p.seq_q)
+        st_global_f32(p.lse + head * p.seq_q + row,
+                      l == 0.f ? kNegInf : row_max[t][r] * p.scale + logf(l));
     }
-    if (quad_lane == 0)
-      p.lse[head * p.seq_q + row] = l == 0.f ? kNegInf : row_max[r] * p.scale + logf(l);
+  }
+  sync_warp();
+  // The warp's 16 kMT rows, each d elements = kD / 8 chunks of 16 bytes, by consecutive lanes.
+  constexpr int kChunksPerRow = kD / 8;
+  T* o_g = p.o + head * p.seq_q * kD;  // (N_q, d)
+  for (int c = lane; c < 16 * kMT * kChunksPerRow; c += 32) {
+    const int r = warp_row0 + c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    if (m0 + r < p.seq_q)
+      copy16_shared_to_global(o_g + static_cast<std::size_t>(m0 + r) * kD + col,
+                              o_s + r * L::kStride + col);
   }
 }
+
+#if !defined(ATTNDEV_TC_HOST_SIM)
+// Two CTAs per SM at d = 128 (Br = 128: 4 warps, 102 KiB of shared memory each) on sm_90 caps
+// registers at 255 per thread; grid (Q blocks, batch x head).
+template <class Tag>
+__global__ void __launch_bounds__(Tag::kThreads, 2)
+    flash2_tc_kernel(Params<typename ElementOf<Tag::kElement>::Type> p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  flash2_tc_cta<Tag>(p, smem_raw, static_cast<int>(blockIdx.x), blockIdx.y);
+}
+#endif
 
 }  // namespace attndev::cuda::tc

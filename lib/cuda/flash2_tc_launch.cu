@@ -21,7 +21,6 @@ Prepared prepare_flash2_tc(const DeviceProblem& problem) {
   const std::size_t heads = static_cast<std::size_t>(s.batch) * s.heads;
   const std::size_t q_count = heads * s.seq_q * s.head_dim;
   const std::size_t kv_count = heads * s.seq_kv * s.head_dim;
-  if (heads > 65535) throw std::invalid_argument("flash2-tc: batch * heads must be <= 65535");
 
   struct State {
     DeviceBuffer<T> q, k, v, o;  // (B, H, N, d)
@@ -54,6 +53,7 @@ Prepared prepare_flash2_tc(const DeviceProblem& problem) {
   constexpr int kBytes = tc::Layout<Tag>::kBytes;
   ATTNDEV_CUDA_CHECK(cudaFuncSetAttribute(tc::flash2_tc_kernel<Tag>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+  // heads <= kTcMaxBatchHeads: select() (dispatch.hpp) said "supported" only then.
   const dim3 grid((s.seq_q + Tag::kBlockM - 1) / Tag::kBlockM, static_cast<unsigned>(heads));
 
   Prepared out;

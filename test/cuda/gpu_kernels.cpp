@@ -6,6 +6,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,6 +14,7 @@
 
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/lse_tolerance.hpp"
 #include "cuda/tools/checks.hpp"
 #include "cuda/tools/random_inputs.hpp"
 
@@ -21,19 +23,6 @@ using namespace attndev;
 namespace {
 
 constexpr std::uint64_t kSeed = 20240502;
-
-// lse goes through log() in double, which glibc and CUDA's libdevice may round differently in
-// the last place; everything else is compared bit for bit.
-bool lse_close(const std::vector<double>& cpu, const std::vector<double>& gpu) {
-  if (cpu.size() != gpu.size()) return false;
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    if (cpu[i] == gpu[i]) continue;  // includes -inf == -inf
-    if (!(std::fabs(cpu[i] - gpu[i]) <=
-          4 * std::numeric_limits<double>::epsilon() * std::fabs(cpu[i])))
-      return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -55,7 +44,7 @@ TEST_CASE("faithful flash1/flash2 are bit-identical to the CPU emulator", "[gpu]
                        << cmp.cpu_value << " gpu " << cmp.gpu_value);
     CHECK(cmp.compared == cpu.o.data.size());
     CHECK(cmp.mismatches == 0);
-    if (!cpu.lse.empty()) CHECK(lse_close(cpu.lse, gpu.output.lse));
+    if (!cpu.lse.empty()) CHECK(cuda::tests::lse_close(in, c.options, cpu.lse, gpu.output.lse));
     compared += cmp.compared > 0 ? 1 : 0;
   }
   CHECK(compared == static_cast<int>(cases.size()));

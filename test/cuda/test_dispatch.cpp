@@ -107,6 +107,17 @@ TEST_CASE("flash2-tc says why it cannot run, and never falls back", "[cuda][disp
         std::string::npos);
 }
 
+TEST_CASE("flash2-tc decides the grid limit on batch x heads itself", "[cuda][dispatch]") {
+  // The launcher has no check of its own (it used to throw after "supported"): dispatch answers.
+  const attention::Shape at_limit{5, 13107, 64, 64, 64};    // 65535 (batch x head) grid rows
+  const attention::Shape over_limit{4, 16384, 64, 64, 64};  // 65536
+  CHECK(chosen(Kernel::flash2_tc, preset("kernel-bf16"), at_limit, tiles(64, 64)) ==
+        "tc:bf16:64:64x64");
+  const std::string r = chosen(Kernel::flash2_tc, preset("kernel-bf16"), over_limit, tiles(64, 64));
+  CHECK(r.find("unsupported: flash2-tc: batch x heads = 65536 exceeds the grid's limit of 65535") ==
+        0);
+}
+
 TEST_CASE("baseline maps policies onto cuBLAS operand and compute types", "[cuda][dispatch]") {
   const attention::Shape s{1, 2, 9, 17, 5};
   const attention::Options o = tiles(64, 64);

@@ -1,0 +1,231 @@
+// Host-only, every build: flash2-tc's own code (flash2_tc_cta in lib/cuda/flash2_tc.cuh) run on
+// the host simulator (tc_host_sim.hpp) for every row of the instantiation table. It checks what
+// a GPU run would check about the code's logic, without a GPU:
+//   * the fragment layouts (ldmatrix, ldmatrix.trans, mma m16n8k16, the P repack) and the tile
+//     indexing give the emulator's flash2 result under the same kernel-<fmt> policy and tiles,
+//     within one rounding of the output (the simulator sums products in double and uses the
+//     host's exp2f, so equality is not expected; a layout or index bug is off by far more);
+//   * the two-stage cp.async pipeline and the O staging are race-free: every shared-memory read
+//     is ordered after the write it needs, no buffer is refilled while a warp may still read it,
+//     and no copy is left in flight (a race is an error even when the values happen to be right);
+//   * every element of O and every lse is stored exactly once, nothing outside them;
+//   * causal masking with N_q != N_kv, Q blocks that see no key at all, tails of both sequences.
+// What stays for the GPU (test/cuda/gpu_kernels.cpp, scripts/gpu-check.sh): the device compiler,
+// the matrix unit's own fp32 summation, CUDA's exp2f, and speed.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cuda/tc_host_sim.hpp"
+// After the simulator: flash2_tc.cuh then uses its primitives.
+#include "attention/attention.hpp"
+#include "cuda/flash2_tc.cuh"
+#include "cuda/tools/checks.hpp"
+#include "cuda/tools/random_inputs.hpp"
+#include "numerics/encode.hpp"
+
+using namespace attndev;
+namespace tc = cuda::tc;
+
+namespace {
+
+struct SimResult {
+  std::vector<std::string> errors;
+  std::vector<double> o;    // (B, H, N_q, d)
+  std::vector<double> lse;  // (B, H, N_q)
+};
+
+// What flash2_tc_launch.cu does, with the simulator for the GPU: operands narrowed to the
+// element type, grid (Q blocks, batch x head), scale 1/sqrt(d).
+template <class Tag>
+SimResult run_sim(const attention::Inputs& in, bool causal) {
+  using T = typename tc::ElementOf<Tag::kElement>::Type;
+  const numerics::Format fmt =
+      Tag::kElement == cuda::MatElement::bf16 ? numerics::Format::bf16 : numerics::Format::fp16;
+  const attention::Shape s = in.shape();
+  auto narrow = [&](const attention::Tensor& t) {
+    std::vector<T> out(t.data.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i].bits = static_cast<std::uint16_t>(numerics::encode(fmt, t.data[i]));
+    return out;
+  };
+  const std::vector<T> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
+  const std::size_t heads = static_cast<std::size_t>(s.batch) * s.heads;
+  std::vector<T> o(q.size(), T{0x7fff});  // NaN patterns: an element never stored stays NaN
+  std::vector<float> lse(heads * s.seq_q, std::numeric_limits<float>::quiet_NaN());
+
+  tc::Params<T> p{};
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.o = o.data();
+  p.lse = lse.data();
+  p.seq_q = s.seq_q;
+  p.seq_kv = s.seq_kv;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  p.scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.causal = causal;
+
+  tc::sim::Global global;
+  global.add(q.data(), q.size() * 2, "q", false);
+  global.add(k.data(), k.size() * 2, "k", false);
+  global.add(v.data(), v.size() * 2, "v", false);
+  global.add(o.data(), o.size() * 2, "o", true);
+  global.add(lse.data(), lse.size() * 4, "lse", true);
+  const int grid_x = (s.seq_q + Tag::kBlockM - 1) / Tag::kBlockM;
+  SimResult r;
+  r.errors =
+      tc::sim::run_grid(grid_x, static_cast<int>(heads), Tag::kThreads, tc::Layout<Tag>::kBytes,
+                        global, [&p](unsigned char* smem, int bx, int by) {
+                          tc::flash2_tc_cta<Tag>(p, smem, bx, static_cast<std::size_t>(by));
+                        });
+  // Stored exactly once: every element of o (2-byte units) and of lse (two units each).
+  for (const auto& region : global.regions) {
+    for (std::size_t e = 0; e < region.stores.size(); ++e) {
+      if (region.stores[e] != 1) {
+        r.errors.push_back(region.name + " element (2-byte unit) " + std::to_string(e) +
+                           " stored " + std::to_string(region.stores[e]) + " times");
+        break;
+      }
+    }
+  }
+  r.o.resize(o.size());
+  for (std::size_t i = 0; i < o.size(); ++i) r.o[i] = numerics::decode(fmt, o[i].bits);
+  r.lse.assign(lse.begin(), lse.end());
+  return r;
+}
+
+struct Case {
+  attention::Shape shape;
+  bool causal;
+  std::uint64_t seed;
+};
+
+std::string describe(const Case& c, int d, int br, int bc, const char* fmt) {
+  return std::string(fmt) + " d=" + std::to_string(d) + " " + std::to_string(br) + "x" +
+         std::to_string(bc) + " B=" + std::to_string(c.shape.batch) +
+         " H=" + std::to_string(c.shape.heads) + " Nq=" + std::to_string(c.shape.seq_q) +
+         " Nkv=" + std::to_string(c.shape.seq_kv) + (c.causal ? " causal" : "") +
+         " seed=" + std::to_string(c.seed);
+}
+
+// One table row against the emulator's flash2 (same policy, same tiles).
+template <class Tag>
+int check_row(const std::vector<Case>& cases) {
+  const numerics::Format fmt =
+      Tag::kElement == cuda::MatElement::bf16 ? numerics::Format::bf16 : numerics::Format::fp16;
+  const std::string fmt_name = numerics::traits(fmt).name;
+  const numerics::PrecisionPolicy policy = numerics::find_preset("kernel-" + fmt_name)->policy;
+  int checked = 0;
+  for (Case c : cases) {
+    c.shape.head_dim = Tag::kHeadDim;
+    const std::string name =
+        describe(c, Tag::kHeadDim, Tag::kBlockM, Tag::kBlockN, fmt_name.c_str());
+    INFO(name);
+    const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, fmt);
+    attention::Options opt;
+    opt.causal = c.causal;
+    opt.block_r = Tag::kBlockM;
+    opt.block_c = Tag::kBlockN;
+    const attention::Output emu = attention::run(attention::Algorithm::flash2, policy, in, opt);
+    const SimResult sim = run_sim<Tag>(in, c.causal);
+    for (const std::string& e : sim.errors) UNSCOPED_INFO(e);
+    CHECK(sim.errors.empty());
+
+    // O: one rounding of the output format at the tile's magnitude, from the format's traits.
+    const double floor = cuda::tools::tc_floor(fmt, emu.o.data);
+    const double o_diff = cuda::tools::max_abs_diff(sim.o, emu.o.data);
+    std::size_t identical = 0;
+    for (std::size_t i = 0; i < sim.o.size(); ++i) identical += sim.o[i] == emu.o.data[i];
+    INFO("max |sim - emulator| " << o_diff << " floor " << floor << "; identical " << identical
+                                 << " of " << sim.o.size());
+    CHECK(o_diff <= floor);  // false for NaN: an element never stored
+    // lse in fp32 vs the emulator's double: a few fp32 units of its terms (m scale, log l).
+    const double eps32 = std::numeric_limits<float>::epsilon();
+    for (std::size_t i = 0; i < sim.lse.size(); ++i) {
+      const double want = emu.lse[i];
+      if (std::isinf(want)) {
+        REQUIRE(sim.lse[i] == want);
+        continue;
+      }
+      // |m scale| <= |lse| + |log l| and log l <= log N_kv: a bound on the terms, not on lse,
+      // which may nearly cancel.
+      const double terms =
+          std::fabs(want) + 2.0 * std::log(static_cast<double>(c.shape.seq_kv) + 1);
+      INFO("lse row " << i << ": sim " << sim.lse[i] << " emulator " << want);
+      REQUIRE(std::fabs(sim.lse[i] - want) <= 8 * eps32 * terms);
+    }
+    ++checked;
+  }
+  return checked;
+}
+
+template <class Tuple, std::size_t... I>
+int check_table(const std::vector<Case>& cases, std::index_sequence<I...>) {
+  return (check_row<std::tuple_element_t<I, Tuple>>(cases) + ...);
+}
+
+}  // namespace
+
+TEST_CASE("flash2-tc on the host simulator matches the emulator race-free for every table row",
+          "[cuda][flash2-tc]") {
+  // Odd lengths (tails in both sequences), N_q > N_kv causal (rows and whole Q blocks that see
+  // no key), N_q < N_kv causal (the diagonal shifted right), one row, and two heads.
+  const std::vector<Case> cases = {
+      {{1, 2, 77, 77, 0}, false, 11},
+      {{1, 1, 130, 45, 0}, true, 12},
+      {{1, 1, 70, 150, 0}, true, 13},
+      {{1, 1, 1, 9, 0}, false, 14},
+  };
+  const int checked = check_table<cuda::TcTable>(
+      cases, std::make_index_sequence<std::tuple_size_v<cuda::TcTable>>{});
+  CHECK(checked == static_cast<int>(cases.size() * std::tuple_size_v<cuda::TcTable>));
+}
+
+TEST_CASE("flash2-tc host simulator: the comparison catches a wrong result", "[cuda][flash2-tc]") {
+  // Negative control: the same check against the emulator run without the causal mask must fail.
+  using Tag = cuda::TcTag<cuda::MatElement::bf16, 64, 64, 64>;
+  const attention::Shape s{1, 1, 70, 70, 64};
+  const attention::Inputs in = cuda::tools::random_inputs(s, 21, numerics::Format::bf16);
+  attention::Options opt;  // not causal
+  const attention::Output emu = attention::run(
+      attention::Algorithm::flash2, numerics::find_preset("kernel-bf16")->policy, in, opt);
+  const SimResult sim = run_sim<Tag>(in, /*causal=*/true);
+  CHECK(sim.errors.empty());
+  CHECK(cuda::tools::max_abs_diff(sim.o, emu.o.data) >
+        cuda::tools::tc_floor(numerics::Format::bf16, emu.o.data));
+}
+
+TEST_CASE("flash2-tc host simulator: the race check finds a missing barrier", "[cuda][flash2-tc]") {
+  // Negative control for the race checker itself: 64 threads each copy 16 bytes with cp.async
+  // and wait for their own copy; without a barrier, reading a row another warp copied is a race.
+  // With the barrier the same reads are clean.
+  for (bool barrier : {false, true}) {
+    std::vector<std::uint16_t> src(64 * 8);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(i);
+    tc::sim::Global global;
+    global.add(src.data(), src.size() * 2, "src", false);
+    const auto errors =
+        tc::sim::run_grid(1, 1, 64, src.size() * 2, global, [&](unsigned char* smem, int, int) {
+          const int t = tc::thread_id();
+          tc::cp_async_16(smem + 16 * t, src.data() + 8 * t, 16);
+          tc::cp_async_commit();
+          tc::cp_async_wait<0>();
+          if (barrier) tc::sync_cta();
+          std::uint32_t r[4];
+          tc::ldmatrix_x4(r, smem + 16 * ((t + 32) % 64));  // the other warp's rows
+        });
+    INFO("barrier " << barrier << ": " << errors.size() << " errors");
+    if (barrier)
+      CHECK(errors.empty());
+    else
+      CHECK(!errors.empty());
+  }
+}
