@@ -205,10 +205,10 @@ def phase_cancel_and_resubmit(attndev, cfg, out_dir, single, n_rows, owned_by_2)
     task2_log = "".join(f.read_text() for f in (out_dir / "slurm" / "logs").glob(f"{sweep}_2.out"))
     # The cancel races the task's last point: a task that wrote its final summary before the
     # signal landed finished its shard (slurm may still call it CANCELLED).
-    finished_first = "interrupted by signal" not in task2_log and "rows:" in task2_log
+    finished_first = "interrupted by SIG" not in task2_log and "rows:" in task2_log
     mid_run = states[2][0] == "CANCELLED" and not finished_first
     if mid_run:
-        if "interrupted by signal" not in task2_log:
+        if "interrupted by SIG" not in task2_log:
             raise Failure(f"task 2 was cancelled but the runner did not report flushing:\n{task2_log}")
         log("task 2 was cancelled mid-run and the runner flushed before exiting")
     else:
