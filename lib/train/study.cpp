@@ -16,6 +16,7 @@
 #include "config/policy_json.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
+#include "io/json_values.hpp"
 #include "io/safetensors.hpp"
 #include "metrics/wasserstein.hpp"
 
@@ -123,8 +124,10 @@ nlohmann::json run_json(const TrainConfig& cfg, const RunResult& r, const Corpus
   j["steps"] = cfg.steps;
   j["snapshot_steps"] = r.snapshot_steps;
   j["skipped_steps"] = r.skipped_steps;
-  j["first_loss"] = r.log.empty() ? 0.0 : r.log.front().loss;
-  j["final_loss"] = r.log.empty() ? 0.0 : r.log.back().loss;
+  // Non-finite losses as "nan"/"inf" strings (nlohmann would write null).
+  j["first_loss"] = io::number_json(r.log.empty() ? 0.0 : r.log.front().loss);
+  j["final_loss"] = io::number_json(r.log.empty() ? 0.0 : r.log.back().loss);
+  j["status"] = r.failure.empty() ? "ok" : "failed: " + r.failure;
   j["seconds"] = r.seconds;
   if (!cfg.shadows.empty()) {
     nlohmann::json shadows = nlohmann::json::array();
@@ -160,9 +163,17 @@ std::string read_text_file(const std::filesystem::path& p) {
 }  // namespace
 
 Corpus load_run_corpus(const TrainConfig& cfg, const StudyOptions& options) {
-  if (!options.text.empty()) return load_corpus(options.text);
-  if (!options.corpus.empty()) return load_corpus("", options.corpus);
-  return load_corpus(cfg.text, cfg.corpus);
+  Corpus corpus = !options.text.empty()     ? load_corpus(options.text)
+                  : !options.corpus.empty() ? load_corpus("", options.corpus)
+                                            : load_corpus(cfg.text, cfg.corpus);
+  // A batch draws context + 1 consecutive characters at a random start: a shorter text is bad
+  // input, found here before any output folder exists (train_run checks it again).
+  const std::size_t need = static_cast<std::size_t>(cfg.model.context) + 2;
+  if (corpus.tokens.size() < need)
+    throw CorpusError("corpus " + corpus.source + " has " + std::to_string(corpus.tokens.size()) +
+                      " characters; run " + cfg.name + " needs at least model.context + 2 = " +
+                      std::to_string(need) + ": give a longer text or a smaller model.context");
+  return corpus;
 }
 
 RunResult run_single(const TrainConfig& cfg, const Corpus& corpus, const StudyOptions& options,
@@ -181,6 +192,9 @@ RunResult run_single(const TrainConfig& cfg, const Corpus& corpus, const StudyOp
                               "the Q, K, V of every layer at the shadow steps (all heads; "
                               "per head in in_model.csv).\n\n" +
                               in_model_markdown(r.in_model));
+  if (!r.failure.empty())
+    throw TrainingFailed("run " + cfg.name + ": " + r.failure + " (files in " + out_dir.string() +
+                         ")");
   return r;
 }
 

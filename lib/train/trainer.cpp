@@ -176,7 +176,38 @@ RunResult train_run(const TrainConfig& cfg, const Corpus& corpus, const RunOptio
   }
   result.final_weights = weights_of(model, dtype);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.failure = training_failure(cfg, result);
   return result;
+}
+
+std::string training_failure(const TrainConfig& cfg, const RunResult& r) {
+  if (r.log.empty()) return "";
+  const auto number = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", x);
+    return std::string(text);
+  };
+  const std::string hint = "; lower optimizer.lr (now " + number(cfg.optimizer.lr) +
+                           ") or train in a wider precision (now " + precision_name(cfg.precision) +
+                           ")";
+  // fp16 loss scaling skips a step whose gradients overflow: a run that skipped them all never
+  // updated its weights, and its snapshots would compare the initial weights with themselves.
+  if (r.skipped_steps == static_cast<int>(r.log.size()))
+    return "every one of the " + std::to_string(r.log.size()) +
+           " steps was skipped (non-finite fp16 gradients down to loss scale " +
+           number(r.log.back().loss_scale) + "; loss at step 0: " + number(r.log.front().loss) +
+           "): nothing was trained" + hint;
+  const StepLog& last = r.log.back();
+  if (!std::isfinite(last.loss)) {
+    int first_bad = last.step;
+    for (auto it = r.log.rbegin(); it != r.log.rend() && !std::isfinite(it->loss); ++it)
+      first_bad = it->step;
+    return "the loss is " + number(last.loss) + " at the last step (" + std::to_string(last.step) +
+           "), non-finite since step " + std::to_string(first_bad) + " (" +
+           std::to_string(r.skipped_steps) + " of " + std::to_string(r.log.size()) +
+           " steps skipped): the weights diverged" + hint;
+  }
+  return "";
 }
 
 }  // namespace attndev::train

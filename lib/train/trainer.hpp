@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,20 @@ struct RunResult {
   double shadow_seconds = 0;                   // time spent in shadows and captures
   int skipped_steps = 0;
   double seconds = 0;
+  // Empty for a run that trained; else why its weights are no result (every step skipped, or a
+  // non-finite loss at the end). train_run returns such a run (its files are the diagnosis);
+  // run_single records it in run.json and throws TrainingFailed.
+  std::string failure;
 };
+
+// A run that finished without training anything usable (RunResult::failure).
+class TrainingFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// RunResult::failure of a finished run: "" when it trained.
+std::string training_failure(const TrainConfig& cfg, const RunResult& r);
 
 Numerics numerics_of(const TrainConfig& cfg, int threads);
 numerics::Format master_format(Precision p);

@@ -223,5 +223,58 @@ TEST_CASE("attndev train rejects bad input with exit 2 and writes nothing", "[tr
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("fortune") && Catch::Contains("fortunes-min"));
   CHECK_FALSE(fs::exists(out));
+  // A text shorter than one training window used to fail after creating the folder, exit 1.
+  const fs::path short_text = scratch() / "short.txt";
+  std::ofstream(short_text) << "hello world";
+  r = run_attndev("train '" ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json' --text '" +
+                  short_text.string() + "' -o '" + out.string() + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("has 11 characters") &&
+                        Catch::Contains("needs at least model.context + 2 = 66"));
+  CHECK_FALSE(fs::exists(out));
   fs::remove_all(scratch());
+}
+
+TEST_CASE("attndev train fails with exit 1 when nothing was trained or the loss diverged",
+          "[train][cli]") {
+  // lr 10 at fp16 used to exit 0 with a NaN loss and 29 of 30 steps skipped; a loss scale that
+  // overflows every step skipped every update and still reported success.
+  fs::create_directories(scratch());
+  nlohmann::json base =
+      nlohmann::json::parse(slurp(ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json"));
+  base["precision"] = "fp16";
+  base["attention"]["policy"] = "kernel-fp16";
+  base["model"] = {
+      {"d_model", 16}, {"heads", 2}, {"layers", 1}, {"context", 16}, {"mlp_hidden", 32}};
+  base["snapshot_every"] = 10;
+  base["optimizer"]["warmup_steps"] = 0;
+  struct Case {
+    const char* name;
+    int steps;
+    double lr, scale;
+    const char* fragment;
+  };
+  for (const Case& c :
+       {Case{"diverged", 30, 10.0, 65536.0, "non-finite since step 1"},
+        Case{"all-skipped", 4, 3e-3, 1e30, "every one of the 4 steps was skipped"}}) {
+    INFO(c.name);
+    nlohmann::json cfg = base;
+    cfg["name"] = c.name;
+    cfg["steps"] = c.steps;
+    cfg["optimizer"]["lr"] = c.lr;
+    cfg["loss_scale"] = {{"init", c.scale}};
+    const fs::path file = scratch() / (std::string(c.name) + ".json");
+    std::ofstream(file) << cfg.dump();
+    const fs::path out = scratch() / c.name;
+    fs::remove_all(out);
+    const Result r = run_attndev("train '" + file.string() + "' -j 1 -o '" + out.string() + "'");
+    INFO(r.out + r.err);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("run " + std::string(c.name)) &&
+                          Catch::Contains(c.fragment) && Catch::Contains("lower optimizer.lr"));
+    // The files stay as the diagnosis, and run.json says the run failed.
+    const nlohmann::json run = nlohmann::json::parse(slurp(out / "run.json"));
+    CHECK_THAT(run["status"].get<std::string>(), Catch::StartsWith("failed: "));
+    CHECK(fs::exists(out / "loss.csv"));
+  }
 }
