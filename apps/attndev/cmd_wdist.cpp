@@ -210,6 +210,15 @@ void run_wdist(const WdistOptions& opt) {
     std::fprintf(stderr, "attndev wdist: only in A: %s\n", k.c_str());
   for (const std::string& k : m.only_b)
     std::fprintf(stderr, "attndev wdist: only in B: %s\n", k.c_str());
+  // Different shapes under one name usually mean the wrong pair of checkpoints (another model
+  // size, a transposed export): W1 still compares the two value distributions, silently.
+  for (const Row& r : rows)
+    if (!r.d.same_shape)
+      std::fprintf(stderr,
+                   "attndev wdist: warning: %s has shape %s in A and %s in B: W1 compares the "
+                   "value distributions only (no max|a-b|, no rel L2); check that A and B are "
+                   "checkpoints of the same model\n",
+                   r.key.c_str(), shape_text(r.a->shape).c_str(), shape_text(r.b->shape).c_str());
   std::int64_t nan_tensors = 0;
   for (const Row& r : rows) nan_tensors += (r.d.nan_a + r.d.nan_b) > 0;
   if (nan_tensors > 0) {

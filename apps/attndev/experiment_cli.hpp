@@ -78,10 +78,11 @@ inline ShardSpec parse_shard(const std::string& text) {
     s.index = parse_count(first, "--shard " + text);
     s.count = parse_count(text.substr(slash + 1), "--shard " + text);
   }
-  if (s.count == 0 || s.index >= s.count)
+  if (s.count == 0)
+    throw UsageError("--shard " + text + ": the shard count is 0; it must be at least 1" + hint);
+  if (s.index >= s.count)
     throw UsageError("--shard " + text + ": shard index " + std::to_string(s.index) +
-                     " is not in 0.." + (s.count ? std::to_string(s.count - 1) : std::string("?")) +
-                     hint);
+                     " is not in 0.." + std::to_string(s.count - 1) + hint);
   return s;
 }
 

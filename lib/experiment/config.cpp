@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,7 @@
 #include <unordered_set>
 
 #include "config/keys.hpp"
+#include "config/names.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
 #include "experiment/inputs.hpp"
@@ -410,6 +412,16 @@ std::vector<std::uint64_t> parse_trials(const json& root) {
   if (!t.contains("count")) throw ConfigError("trials.count", "missing (or give \"seeds\")");
   const auto n = static_cast<std::size_t>(positive_int(t["count"], "trials.count", kMaxTrials));
   const std::uint64_t first = t.contains("seed") ? seed_value(t["seed"], "trials.seed") : 0;
+  // Trial i uses seed first + i: past 2^64 - 1 it would wrap to 0, 1, ... silently, seeds that
+  // another config's trials already use.
+  if (n - 1 > std::numeric_limits<std::uint64_t>::max() - first)
+    throw ConfigError(
+        "trials.seed",
+        "seed " + std::to_string(first) + " with count " + std::to_string(n) +
+            " runs past 2^64 - 1 = " + std::to_string(std::numeric_limits<std::uint64_t>::max()) +
+            "; use a seed of at most " +
+            std::to_string(std::numeric_limits<std::uint64_t>::max() - (n - 1)) +
+            " or list the seeds: {\"seeds\": [...]}");
   for (std::size_t i = 0; i < n; ++i) seeds.push_back(first + i);
   return seeds;
 }
@@ -715,15 +727,7 @@ Config parse_config(std::string_view text, std::span<const std::string> override
     throw ConfigError("name", "missing; name the experiment (used for the output folder)");
   require_type(root["name"], "name", root["name"].is_string(), "a string");
   c.name = root["name"].get<std::string>();
-  if (c.name.empty() ||
-      c.name.find_first_not_of(
-          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-          std::string::npos ||
-      c.name[0] == '.')
-    throw ConfigError("name",
-                      "\"" + c.name +
-                          "\" must be non-empty and use only letters, digits, '.', '_', '-' "
-                          "(it names the default output folder results/<name>)");
+  config::check_folder_name(c.name, "name", "the default output folder results/<name>");
   if (root.contains("description")) {
     require_type(root["description"], "description", root["description"].is_string(), "a string");
     c.description = root["description"].get<std::string>();

@@ -34,6 +34,12 @@ bool parse_shard_file_name(const std::string& name, std::size_t& index, std::siz
 
 namespace {
 
+// merge and report read manifests too and have no --force-new: name the command that has it.
+std::string start_over_hint(const fs::path& dir) {
+  return "move the folder away, or start the run over with `attndev run CONFIG -o " + dir.string() +
+         " --force-new` (it deletes the folder's results)";
+}
+
 Json read_manifest_json(const fs::path& dir) {
   const fs::path path = manifest_path(dir);
   if (!fs::exists(path))
@@ -42,15 +48,13 @@ Json read_manifest_json(const fs::path& dir) {
                          "(or the run never started)");
   const std::string text = io::read_file(path);
   if (const auto deep = io::json_depth_error(text))
-    throw OutputDirError(path.string() + " is " + *deep +
-                         ": not a valid attndev manifest; move the folder away or rerun with "
-                         "--force-new");
+    throw OutputDirError(path.string() + " is " + *deep + ": not a valid attndev manifest; " +
+                         start_over_hint(dir));
   Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("config_hash") ||
       !manifest.contains("config") || !manifest["config_hash"].is_string())
-    throw OutputDirError(path.string() +
-                         " is not a valid attndev manifest; move the folder away "
-                         "or rerun with --force-new");
+    throw OutputDirError(path.string() + " is not a valid attndev manifest; " +
+                         start_over_hint(dir));
   return manifest;
 }
 

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <system_error>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/memory.hpp"
@@ -214,6 +215,18 @@ std::vector<unsigned char> read_file_bytes(const fs::path& path, std::uintmax_t 
   return bytes;
 }
 
+namespace {
+
+// The process umask, read once while the program starts (single-threaded): umask() can only be
+// read by setting it, which must not race with threads that create files.
+const mode_t kProcessUmask = [] {
+  const mode_t m = ::umask(0);
+  ::umask(m);
+  return m;
+}();
+
+}  // namespace
+
 void write_file_atomically(const fs::path& path, std::span<const unsigned char> bytes) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   // The temporary lives in the target folder so that rename() is atomic (same file system).
@@ -227,6 +240,15 @@ void write_file_atomically(const fs::path& path, std::span<const unsigned char> 
   if (fd < 0) {
     throw TensorFileError(path.string() + ": cannot create a temporary file in " + dir.string() +
                           ": " + std::strerror(errno));
+  }
+  // mkstemp creates 0600 whatever the umask; a snapshot is an ordinary file (0644 under the
+  // usual umask 022), readable by whoever may read the folder, like every other output file.
+  if (::fchmod(fd, 0666 & ~kProcessUmask) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(name.data());
+    throw TensorFileError(path.string() +
+                          ": cannot set the permissions of the temporary file: " + why);
   }
   std::size_t done = 0;
   while (done < bytes.size()) {

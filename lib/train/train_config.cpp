@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/keys.hpp"
+#include "config/names.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
 #include "io/json_depth.hpp"
@@ -183,6 +184,7 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
   TrainConfig c;
   c.source = j;
   c.name = get_str(j, path, "name", c.name);
+  config::check_folder_name(c.name, join(path, "name"), "the run's output folder");
   c.description = get_str(j, path, "description", "");
   c.steps = get_int(j, path, "steps", c.steps, 1, 1000000);
   c.batch = get_int(j, path, "batch", c.batch, 1, 4096);
@@ -280,6 +282,7 @@ StudyConfig parse_study_config(const json& j, bool quick) {
   check_keys(j, "", kStudyKeys);
   StudyConfig s;
   s.name = get_str(j, "", "name", "study");
+  config::check_folder_name(s.name, "name", "the default output folder results/train/<name>");
   s.description = get_str(j, "", "description", "");
   json base = j.contains("base") ? j.at("base") : json::object();
   if (!base.is_object()) throw ConfigError("base", "must be a JSON object (a run config)");

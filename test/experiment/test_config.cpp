@@ -366,6 +366,17 @@ TEST_CASE("bad configs name the JSON path and the fix", "[config][errors]") {
        {"distribution=\xa3"},
        "-a distribution",
        "not valid UTF-8"},
+      // `run` could not create results/<name> for a name longer than a folder name may be.
+      {"name longer than a folder name",
+       R"({"name": ")" + std::string(300, 'n') + R"("})",
+       {},
+       "name",
+       "300 characters; at most 128"},
+      {"seed wraps past 2^64 - 1",
+       with_top(R"("trials": {"count": 3, "seed": 18446744073709551615})"),
+       {},
+       "trials.seed",
+       "use a seed of at most 18446744073709551613"},
   };
   for (const BadCase& c : cases) {
     INFO("case: " << c.name << "\n" << c.text);

@@ -3,6 +3,8 @@
 // problem, never a crash or an out-of-bounds read: run under ATTNDEV_SANITIZE to see the latter).
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <limits>
 #include <random>
 
+#include "io/npy.hpp"
 #include "io/safetensors.hpp"
 #include "numerics/round.hpp"
 
@@ -140,6 +143,24 @@ TEST_CASE("safetensors: writer rejects bad tensors", "[safetensors]") {
   std::vector<NamedTensor> reserved{tensor("__metadata__", DType::f32, {1}, {1})};
   CHECK_THROWS_AS(attndev::io::write_safetensors(file, reserved), TensorFileError);
   CHECK_FALSE(fs::exists(file));  // nothing half-written
+}
+
+TEST_CASE("safetensors and npy files are written with the umask's permissions, not 0600",
+          "[safetensors]") {
+  // The writers go through mkstemp (0600) and rename; without an fchmod every snapshot was
+  // private to its owner whatever the umask said, unlike every other output file.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  const fs::path dir = scratch("mode");
+  const fs::path st = dir / "m.safetensors", npy = dir / "m.npy";
+  attndev::io::write_safetensors(st, std::vector<NamedTensor>{tensor("x", DType::f32, {1}, {1})});
+  attndev::io::write_npy(npy, tensor("x", DType::f32, {1}, {1}));
+  for (const fs::path& f : {st, npy}) {
+    struct stat info {};
+    REQUIRE(::stat(f.c_str(), &info) == 0);
+    INFO(f.string() << " umask " << std::oct << mask);
+    CHECK((info.st_mode & 0777) == (0666 & ~mask));
+  }
 }
 
 TEST_CASE("safetensors: the committed fixture pair", "[safetensors]") {

@@ -180,6 +180,13 @@ TEST_CASE("train configs: errors name the JSON path", "[train][config]") {
   dup["runs"][1]["name"] = "a";
   CHECK_THAT(message(dup, true), Catch::Contains("runs[1].name"));
   CHECK(message({{"runs", {{{"name", "a"}}}}}, true) == "no error");
+  // Run and study names become folders: no path separators, no "..", not longer than a folder
+  // name can be (a name of 300 characters validated and then failed to create its folder).
+  CHECK_THAT(message({{"name", "../../elsewhere"}}, false),
+             Catch::Contains("name: ") && Catch::Contains("letters, digits"));
+  CHECK_THAT(message({{"runs", {{{"name", "a/b"}}}}}, true), Catch::Contains("runs[0].name"));
+  CHECK_THAT(message({{"name", std::string(300, 'n')}, {"runs", {{{"name", "a"}}}}}, true),
+             Catch::Contains("name: ") && Catch::Contains("300 characters; at most 128"));
 }
 
 TEST_CASE("missing corpus names the package, tiny text is rejected", "[train][corpus]") {
