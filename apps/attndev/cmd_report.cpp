@@ -27,6 +27,7 @@ void add_report_command(CLI::App& app) {
   cmd->callback([args] {
     const std::filesystem::path dir(args->dir);
     try {
+      const experiment::OutputLock lock = experiment::lock_folder(dir, "attndev report");
       const experiment::Config config = experiment::read_manifest_config(dir);
       const experiment::Plan plan = experiment::make_plan(config);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);

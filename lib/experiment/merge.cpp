@@ -27,6 +27,8 @@ std::string array_ranges(const std::vector<std::size_t>& v) {
 }
 
 MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance& writer) {
+  // It rewrites results.jsonl: never while a run appends to it or to a shard file.
+  const OutputLock lock = lock_folder(dir, "attndev merge");
   const Config config = read_manifest_config(dir);
   const Plan plan = make_plan(config);
   const StoredResults stored = load_results(dir, config, plan);

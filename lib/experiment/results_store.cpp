@@ -81,6 +81,95 @@ Config read_manifest_config(const fs::path& dir) {
   }
 }
 
+namespace {
+
+fs::path folder_lock_path(const fs::path& dir) {
+  return dir / ".attndev.lock";
+}
+
+fs::path file_lock_path(const fs::path& dir, const std::string& results_file) {
+  return dir / ("." + results_file + ".lock");
+}
+
+// Creates DIR; an OutputDirError says why it cannot be (a file in the way, no permission).
+void create_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw OutputDirError("cannot create the output folder " + dir.string() + ": " +
+                         (ec ? ec.message() : std::string("a file of that name is in the way")) +
+                         "; choose another -o folder");
+}
+
+std::optional<io::FileLock> try_lock(const fs::path& path, io::FileLock::Mode mode) {
+  try {
+    return io::FileLock::try_lock(path, mode);
+  } catch (const std::runtime_error& e) {
+    throw OutputDirError(std::string(e.what()) + "; choose another -o folder");
+  }
+}
+
+// Who writes results files in DIR now (their lock files name them).
+std::string writers_of(const fs::path& dir) {
+  std::string out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.front() == '.' && name.ends_with(".jsonl.lock") &&
+        io::exclusively_locked(entry.path()))
+      out += (out.empty() ? "" : "; ") + io::lock_holder(entry.path());
+  }
+  return out.empty() ? io::lock_holder(folder_lock_path(dir)) : out;
+}
+
+}  // namespace
+
+OutputLock lock_results_file(const fs::path& dir, const std::string& results_file, bool force_new,
+                             const std::string& what) {
+  create_dir(dir);
+  OutputLock lock;
+  lock.dir_ = dir;
+  const fs::path folder = folder_lock_path(dir);
+  lock.folder_ =
+      try_lock(folder, force_new ? io::FileLock::Mode::exclusive : io::FileLock::Mode::shared);
+  if (!lock.folder_)
+    throw OutputDirError(dir.string() + " is in use by another attndev process (" +
+                         (force_new ? writers_of(dir) : io::lock_holder(folder)) + "); " +
+                         (force_new ? "--force-new would delete the rows it is writing. "
+                                    : "it rewrites the folder. ") +
+                         "Wait for it to finish, or use another -o folder");
+  if (force_new) lock.folder_->write_owner(what + " (--force-new)");
+  const fs::path file = file_lock_path(dir, results_file);
+  lock.file_ = try_lock(file, io::FileLock::Mode::exclusive);
+  if (!lock.file_)
+    throw OutputDirError((dir / results_file).string() +
+                         " is being written by another attndev run (" + io::lock_holder(file) +
+                         "); a second writer would run its points again and write every row "
+                         "twice. Wait for it to finish, or use another -o folder");
+  lock.file_->write_owner(what);
+  return lock;
+}
+
+void OutputLock::share_folder() {
+  if (folder_ && !folder_->convert(io::FileLock::Mode::shared))
+    throw OutputDirError(dir_.string() + " was taken by another attndev process (" +
+                         io::lock_holder(folder_lock_path(dir_)) +
+                         ") while this run prepared it; rerun the command");
+}
+
+OutputLock lock_folder(const fs::path& dir, const std::string& what) {
+  OutputLock lock;
+  lock.dir_ = dir;
+  if (!fs::is_directory(dir)) return lock;  // nothing to protect; the caller reports the folder
+  lock.folder_ = try_lock(folder_lock_path(dir), io::FileLock::Mode::exclusive);
+  if (!lock.folder_)
+    throw OutputDirError(dir.string() + " is being written by another attndev process (" +
+                         writers_of(dir) +
+                         "); its tables would be replaced under it. Wait for it to finish");
+  lock.folder_->write_owner(what);
+  return lock;
+}
+
 void prepare_output_dir(const fs::path& dir, const Config& config, bool force_new) {
   const fs::path path = manifest_path(dir);
   if (fs::exists(path)) {
@@ -108,13 +197,16 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
         fs::remove(entry.path());
     }
   }
-  fs::create_directories(dir);
+  create_dir(dir);
   Json manifest = {{"schema", "attndev.run"},
                    {"schema_version", kResultsSchemaVersion},
                    {"config_name", config.name},
                    {"config_hash", config.hash},
                    {"config", Json::parse(config.effective.dump())}};
-  io::write_file_atomic(path, manifest.dump(2) + "\n");
+  // Created only if still absent: a writer of another config that created it in the meantime
+  // (both found the folder empty) is then compared against like any existing manifest.
+  if (!io::write_file_exclusive(path, manifest.dump(2) + "\n"))
+    prepare_output_dir(dir, config, /*force_new=*/false);
 }
 
 StoredResults load_results(const fs::path& dir, const Config& config, const Plan& plan,

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "experiment/config.hpp"
 #include "experiment/plan.hpp"
+#include "io/file_lock.hpp"
 #include "io/json_values.hpp"
 
 namespace attndev::experiment {
@@ -41,6 +43,38 @@ bool parse_shard_file_name(const std::string& name, std::size_t& index, std::siz
 // The manifest's config, re-validated (so `report`/`merge` see the same Config the run saw).
 // Throws OutputDirError when DIR has no run.json or it is not ours.
 Config read_manifest_config(const std::filesystem::path& dir);
+
+// The locks of a results folder (io/file_lock.hpp says why), held for the object's lifetime:
+//   DIR/.attndev.lock               the folder: shared by every writer of a results file,
+//                                   exclusive for a command that rewrites or deletes files
+//                                   (run --force-new, merge, report)
+//   DIR/.<results file>.lock        one results file: exclusive for the run or shard writing it
+// Shards of one folder hold the folder lock shared and each its own file's lock, so they run at
+// the same time. Lock files stay in the folder (removing one could split a lock in two).
+class OutputLock {
+ public:
+  // Downgrades the folder lock of lock_results_file(force_new = true) to shared, once the
+  // folder is prepared. Throws OutputDirError if another process took it in between.
+  void share_folder();
+
+ private:
+  friend OutputLock lock_results_file(const std::filesystem::path&, const std::string&, bool,
+                                      const std::string&);
+  friend OutputLock lock_folder(const std::filesystem::path&, const std::string&);
+  std::filesystem::path dir_;
+  std::optional<io::FileLock> folder_, file_;
+};
+
+// For a run writing `results_file` (a name in DIR): creates DIR if needed, takes the folder lock
+// (exclusive when `force_new`, which may delete files: call prepare_output_dir, then
+// share_folder()) and the file's lock. Throws OutputDirError naming the holder's pid when another
+// process holds either. `what` is recorded for others to read ("attndev run x.json").
+OutputLock lock_results_file(const std::filesystem::path& dir, const std::string& results_file,
+                             bool force_new, const std::string& what);
+
+// For a command that rewrites the folder (merge, report): the folder lock, exclusive. Throws
+// OutputDirError naming the writers' pids while any run writes into DIR.
+OutputLock lock_folder(const std::filesystem::path& dir, const std::string& what);
 
 // Creates DIR if needed and writes run.json, or checks that an existing run.json holds the same
 // config hash. A different hash is refused (OutputDirError) unless `force_new`, which removes the

@@ -131,8 +131,15 @@ std::optional<ReferenceComparison> compare_to_reference(const Variant& variant,
 RunReport run_experiment(const Config& config, const Plan& plan, const RunOptions& options) {
   RunReport report;
   const std::size_t shard_count = std::max<std::size_t>(options.shard_count, 1);
+  const std::string file_name = shard_file_name(options.shard_index, shard_count);
+  // Held until the tables are written: one writer per results file, nobody rewriting the folder.
+  OutputLock lock = lock_results_file(options.dir, file_name, options.force_new,
+                                      options.provenance.command_line.empty()
+                                          ? "attndev run " + config.name + " " + file_name
+                                          : options.provenance.command_line);
   prepare_output_dir(options.dir, config, options.force_new);
-  report.results_file = options.dir / shard_file_name(options.shard_index, shard_count);
+  if (options.force_new) lock.share_folder();
+  report.results_file = options.dir / file_name;
   report.repaired_records = repair_results_file(report.results_file, config, plan);
   if (report.repaired_records)
     spdlog::warn(

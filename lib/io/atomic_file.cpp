@@ -19,7 +19,10 @@ namespace {
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+namespace {
+
+// Writes and flushes `content` to a temporary file next to `path`; returns its name.
+std::filesystem::path write_temporary(const std::filesystem::path& path, std::string_view content) {
   std::filesystem::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -44,12 +47,30 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view conte
     errno = saved;
     throw_os_error("cannot flush", tmp);
   }
+  return tmp;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  const std::filesystem::path tmp = write_temporary(path, content);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(tmp.c_str());
     errno = saved;
     throw_os_error("cannot rename into", path);
   }
+}
+
+bool write_file_exclusive(const std::filesystem::path& path, std::string_view content) {
+  const std::filesystem::path tmp = write_temporary(path, content);
+  const int rc = ::link(tmp.c_str(), path.c_str());
+  const int saved = errno;
+  ::unlink(tmp.c_str());
+  if (rc == 0) return true;
+  if (saved == EEXIST) return false;
+  errno = saved;
+  throw_os_error("cannot create", path);
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -14,6 +14,11 @@ namespace attndev::io {
 // Throws std::runtime_error naming the path and the OS error.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
+// As write_file_atomic, but only when `path` does not exist yet: false (and nothing written) when
+// it does, even if another process creates it at the same moment (the final step is link(), which
+// never replaces a file).
+bool write_file_exclusive(const std::filesystem::path& path, std::string_view content);
+
 // Reads a whole file; throws std::runtime_error naming the path when it cannot be opened.
 std::string read_file(const std::filesystem::path& path);
 

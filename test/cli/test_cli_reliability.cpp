@@ -208,3 +208,89 @@ TEST_CASE("sizes that overflow or exceed memory exit 2 naming the bytes, before 
     CHECK_THAT(w.err, Catch::Contains("needs about"));
   }
 }
+
+namespace {
+
+// Long enough (several seconds at -j 1) that a second command lands while the first writes.
+const char* kSlow = R"({
+  "name": "slow",
+  "axes": {"seq_len": [192, 256, 320, 384], "head_dim": 32, "block_r": [16, 32], "block_c": [16, 32, 64]},
+  "trials": 3,
+  "variants": [
+    {"name": "base", "algorithm": "baseline", "policy": "torch-math-bf16", "baseline": true},
+    {"name": "flash", "algorithm": "flash2", "policy": "kernel-bf16"},
+    {"name": "flash-fp16", "algorithm": "flash2", "policy": "kernel-fp16"}
+  ]
+})";
+constexpr std::size_t kSlowRows = 72 * 3;
+
+std::string pid_text(pid_t pid) {
+  return "pid " + std::to_string(pid);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "one writer per results file: a second run, --force-new, report and merge are refused "
+    "while a run writes",
+    "[cli][concurrency]") {
+  const fs::path cfg = write_config("slow", kSlow);
+  const fs::path other = write_config(
+      "slow_other",
+      std::string(kSlow).replace(std::string(kSlow).find("\"trials\": 3"), 11, "\"trials\": 2"));
+  const fs::path dir = work_dir() / "slow";
+  const Child first = spawn_attndev(
+      work_dir(), {"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
+  REQUIRE(wait_until([&] { return count_rows(dir / "results.jsonl") >= 3; }));
+  // Stopped mid-run (holding whatever it holds), so that the commands below certainly overlap it.
+  REQUIRE(::kill(first.pid, SIGSTOP) == 0);
+
+  const Result second = run_cli({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
+  INFO("second run: " << second.err);
+  CHECK(second.code == 2);
+  CHECK_THAT(second.err, Catch::Contains(pid_text(first.pid)));
+  const Result force = run_cli({"run", other.string(), "-o", dir.string(), "--force-new"});
+  INFO("--force-new: " << force.err);
+  CHECK(force.code == 2);
+  CHECK_THAT(force.err, Catch::Contains(pid_text(first.pid)));
+  const Result report = run_cli({"report", dir.string(), "--no-summary"});
+  INFO("report: " << report.err);
+  CHECK(report.code == 2);
+  CHECK_THAT(report.err, Catch::Contains(pid_text(first.pid)));
+  const Result merge = run_cli({"merge", dir.string()});
+  INFO("merge: " << merge.out << merge.err);
+  CHECK(merge.code == 2);
+  CHECK_THAT(merge.err, Catch::Contains(pid_text(first.pid)));
+
+  REQUIRE(::kill(first.pid, SIGCONT) == 0);
+  const Result done = wait_for(first);
+  INFO("first run: " << done.err);
+  CHECK(done.code == 0);
+  // Nothing of the refused commands reached the folder: every row once, none deleted.
+  CHECK(count_rows(dir / "results.jsonl") == kSlowRows);
+  const Result again = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
+  CHECK(again.code == 0);
+  CHECK(count_rows(dir / "results.jsonl") == kSlowRows);
+}
+
+TEST_CASE("shards of one folder still run at the same time, each in its own file",
+          "[cli][concurrency][shards]") {
+  const fs::path cfg = write_config("slow_shards", kSlow);
+  const fs::path dir = work_dir() / "slow_shards";
+  const Child s0 = spawn_attndev(
+      work_dir(), {"run", cfg.string(), "-o", dir.string(), "--shard", "0/2", "-j", "1"});
+  REQUIRE(wait_until([&] { return count_rows(dir / "results.shard-0-of-2.jsonl") > 0; }));
+  // Shard 1 runs start to end while shard 0 is stopped mid-run: it neither waits for shard 0 nor
+  // is refused by it.
+  REQUIRE(::kill(s0.pid, SIGSTOP) == 0);
+  const Result r1 = run_cli({"run", cfg.string(), "-o", dir.string(), "--shard", "1/2", "-j", "1"});
+  REQUIRE(::kill(s0.pid, SIGCONT) == 0);
+  const Result r0 = wait_for(s0);
+  INFO(r0.err << r1.err);
+  CHECK(r0.code == 0);
+  CHECK(r1.code == 0);
+  const Result merged = run_cli({"merge", dir.string()});
+  INFO(merged.out << merged.err);
+  CHECK(merged.code == 0);
+  CHECK(count_rows(dir / "results.jsonl") == kSlowRows);
+}
