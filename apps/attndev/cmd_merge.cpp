@@ -27,6 +27,9 @@ void add_merge_command(CLI::App& app) {
     } catch (const experiment::OutputDirError& e) {
       throw UsageError(e.what());
     }
+    for (const std::string& problem : r.malformed_rows)
+      std::fprintf(stderr, "attndev merge: warning: %s/%s: row dropped, its point is missing\n",
+                   dir->c_str(), problem.c_str());
     std::printf("merged %zu file(s): %zu of %zu points present, %zu duplicate rows removed",
                 r.files.size(), r.points_present, r.points_total, r.duplicate_rows);
     if (r.incomplete_points) std::printf(", %zu incomplete points dropped", r.incomplete_points);

@@ -31,6 +31,11 @@ void add_report_command(CLI::App& app) {
       const experiment::Config config = experiment::read_manifest_config(dir);
       const experiment::Plan plan = experiment::make_plan(config);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
+      for (const std::string& problem : stored.malformed_rows)
+        std::fprintf(stderr,
+                     "attndev report: warning: %s/%s: row dropped (rerun the same `attndev run` "
+                     "to recompute its point)\n",
+                     args->dir.c_str(), problem.c_str());
       experiment::write_result_tables(dir, config, plan, stored, io::collect_provenance());
       if (!args->quiet_summary)
         std::fputs(

@@ -169,7 +169,7 @@ void add_run_command(CLI::App& app) {
         report.rows_skipped, options.dir.string());
     if (report.tables_written && args->print_summary && spdlog::get_level() <= spdlog::level::info)
       std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
-    if (!report.tables_written)
+    if (shard.count > 1)
       spdlog::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());
     if (report.rows_failed) throw CommandExit{kExitFailure};
     if (report.rows_ok == 0 && report.rows_skipped) {

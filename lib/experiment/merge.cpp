@@ -38,6 +38,7 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   report.duplicate_rows = stored.duplicate_rows;
   report.incomplete_points = stored.incomplete_points;
   report.torn_lines = stored.torn_lines;
+  report.malformed_rows = stored.malformed_rows;
   report.files = stored.files;
   // Several shard counts can coexist (a rerun with another N); the largest is what the job array
   // most likely used last.
@@ -53,6 +54,8 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   }
   report.missing_shards.assign(shards.begin(), shards.end());
 
+  // Before results.jsonl is rewritten: tables holding more rows than the sources keep them.
+  check_tables_not_shrinking(dir, stored.rows.size());
   std::string text;
   for (const io::Json& r : stored.runs) text += io::jsonl_line(r) + "\n";
   for (const io::Json& r : stored.rows) text += io::jsonl_line(r) + "\n";

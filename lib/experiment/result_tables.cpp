@@ -1,5 +1,6 @@
 #include "experiment/result_tables.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -7,6 +8,7 @@
 #include "experiment/result_row.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
+#include "io/json_depth.hpp"
 #include "io/markdown.hpp"
 
 namespace attndev::experiment {
@@ -189,8 +191,48 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
   return md;
 }
 
+std::size_t table_rows(const std::filesystem::path& dir) {
+  std::size_t json_rows = 0, csv_rows = 0;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir / "results.json", ec)) {
+    const std::string text = io::read_file(dir / "results.json");
+    if (!io::json_depth_error(text)) {
+      const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_object() && doc.contains("rows") && doc["rows"].is_array())
+        json_rows = doc["rows"].size();
+    }
+  }
+  if (std::filesystem::is_regular_file(dir / "results.csv", ec)) {
+    // Records, not lines: a quoted field (a status message) may hold a newline.
+    const std::string text = io::read_file(dir / "results.csv");
+    std::size_t records = 0;
+    bool quoted = false;
+    for (char c : text) {
+      if (c == '"') quoted = !quoted;
+      if (c == '\n' && !quoted) ++records;
+    }
+    if (!text.empty() && text.back() != '\n') ++records;
+    csv_rows = records > 0 ? records - 1 : 0;  // the header
+  }
+  return std::max(json_rows, csv_rows);
+}
+
+void check_tables_not_shrinking(const std::filesystem::path& dir, std::size_t rows) {
+  const std::size_t existing = table_rows(dir);
+  if (existing <= rows) return;
+  throw TablesWouldShrink(
+      (dir / "results.csv").string() + " and results.json hold " + std::to_string(existing) +
+      " rows but the results*.jsonl files in " + dir.string() + " hold only " +
+      std::to_string(rows) +
+      " rows: rebuilding would lose the rows the tables still have. The JSONL files are the source of "
+      "truth: restore the missing ones, or rerun the same `attndev run` to recompute the missing "
+      "points; to rebuild the tables from what is there, move results.csv and results.json away "
+      "first");
+}
+
 void write_result_tables(const std::filesystem::path& dir, const Config& config, const Plan& plan,
                          const StoredResults& results, const io::Provenance& writer) {
+  check_tables_not_shrinking(dir, results.rows.size());
   io::write_file_atomic(dir / "results.csv", results_csv(results.rows));
   io::write_file_atomic(dir / "results.json",
                         results_document(config, results, writer)

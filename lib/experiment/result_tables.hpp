@@ -24,7 +24,22 @@ io::Json results_document(const Config& config, const StoredResults& results,
 std::string summary_markdown(const Config& config, const Plan& plan, const StoredResults& results,
                              const io::Provenance& writer);
 
-// Writes results.csv, results.json and summary.md into DIR, each atomically.
+// The tables would lose rows: they hold more than the JSONL files they are rebuilt from.
+class TablesWouldShrink : public OutputDirError {
+ public:
+  using OutputDirError::OutputDirError;
+};
+
+// Rows in DIR's existing tables (the larger of results.json's "rows" and results.csv's records;
+// 0 when neither exists or reads).
+std::size_t table_rows(const std::filesystem::path& dir);
+
+// Throws TablesWouldShrink when DIR's tables hold more rows than `rows`: results*.jsonl are the
+// source of truth, and tables holding more than they do are the last copy of the missing rows.
+void check_tables_not_shrinking(const std::filesystem::path& dir, std::size_t rows);
+
+// Writes results.csv, results.json and summary.md into DIR, each atomically, after
+// check_tables_not_shrinking.
 void write_result_tables(const std::filesystem::path& dir, const Config& config, const Plan& plan,
                          const StoredResults& results, const io::Provenance& writer);
 

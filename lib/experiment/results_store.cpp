@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "experiment/status.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_depth.hpp"
 #include "io/jsonl.hpp"
@@ -209,6 +210,40 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
     prepare_output_dir(dir, config, /*force_new=*/false);
 }
 
+namespace {
+
+// Why a row of the plan cannot be used; empty when it can. Checks what the tables, the resume and
+// compare read from a row, with the types the runner writes, so that a row edited by hand,
+// written by a broken tool or damaged on disk is rerun instead of being reported as measured.
+std::optional<std::string> row_problem(const Json& row, const Point& point) {
+  const auto index = row.find("point_index");
+  if (index == row.end() || !index->is_number_unsigned() ||
+      index->get<std::size_t>() != point.index)
+    return "point_index " + (index == row.end() ? std::string("missing") : index->dump()) +
+           " contradicts its point_id (index " + std::to_string(point.index) + ")";
+  const auto seed = row.find("seed");
+  if (seed == row.end() || !seed->is_number_unsigned() || seed->get<std::uint64_t>() != point.seed)
+    return "seed " + (seed == row.end() ? std::string("missing") : seed->dump()) +
+           " contradicts its point_id (seed " + std::to_string(point.seed) + ")";
+  const auto status = row.find("status");
+  Status parsed;
+  if (status == row.end() || !status->is_string() ||
+      !parse_status(status->get<std::string>(), parsed))
+    return "status " + (status == row.end() ? std::string("missing") : status->dump()) +
+           " is not ok, skipped: <reason> or failed: <reason>";
+  if (!parsed.is_ok()) return std::nullopt;
+  for (std::string_view metric : kDeviationMetrics) {
+    const auto m = row.find(std::string(metric));
+    double value = 0;
+    if (m == row.end()) return "status ok but no " + std::string(metric);
+    if (!io::json_to_double(*m, value))
+      return "status ok but " + std::string(metric) + " is " + m->dump() + ", not a number";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 StoredResults load_results(const fs::path& dir, const Config& config, const Plan& plan,
                            const std::string& only_file) {
   StoredResults out;
@@ -240,7 +275,11 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
     const io::JsonlContents contents = io::read_jsonl(dir / name);
     out.files.push_back(name);
     out.torn_lines += contents.bad_lines + (contents.torn_tail ? 1 : 0);
-    for (const Json& record : contents.records) {
+    for (std::size_t line : contents.bad_line_numbers)
+      out.malformed_rows.push_back(name + ":" + std::to_string(line) +
+                                   ": not a JSON object (a damaged or hand-edited line)");
+    for (std::size_t r = 0; r < contents.records.size(); ++r) {
+      const Json& record = contents.records[r];
       const std::string kind = record.value("record", "");
       if (kind == "run") {
         out.runs.push_back(record);
@@ -255,6 +294,11 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       auto v = variant_index.find(record["variant"].get<std::string>());
       if (p == point_index.end() || v == variant_index.end()) {
         ++out.foreign_rows;
+        continue;
+      }
+      if (const auto problem = row_problem(record, plan.points[p->second])) {
+        out.malformed_rows.push_back(name + ":" + std::to_string(contents.line_numbers[r]) + ": " +
+                                     *problem);
         continue;
       }
       std::vector<Json>& slots = by_point[p->second];
@@ -281,20 +325,22 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
   return out;
 }
 
-std::size_t repair_results_file(const fs::path& file, const Config& config, const Plan& plan) {
-  if (!fs::exists(file)) return 0;
+RepairReport repair_results_file(const fs::path& file, const Config& config, const Plan& plan) {
+  RepairReport report;
+  if (!fs::exists(file)) return report;
   const io::JsonlContents contents = io::read_jsonl(file);
-  const StoredResults kept =
-      load_results(file.parent_path(), config, plan, file.filename().string());
+  StoredResults kept = load_results(file.parent_path(), config, plan, file.filename().string());
   const std::size_t total =
       contents.records.size() + contents.bad_lines + (contents.torn_tail ? 1 : 0);
   const std::size_t keep = kept.rows.size() + kept.runs.size();
-  if (keep == total) return 0;
+  report.problems = std::move(kept.malformed_rows);
+  if (keep == total) return report;
   std::string text;
   for (const Json& r : kept.runs) text += io::jsonl_line(r) + "\n";
   for (const Json& r : kept.rows) text += io::jsonl_line(r) + "\n";
   io::write_file_atomic(file, text);
-  return total - keep;
+  report.dropped = total - keep;
+  return report;
 }
 
 }  // namespace attndev::experiment

@@ -89,7 +89,12 @@ struct StoredResults {
   std::size_t incomplete_points = 0;  // some variants present, not all (dropped)
   std::size_t torn_lines = 0;         // unterminated final lines and unparsable lines (dropped)
   std::size_t foreign_rows = 0;       // rows whose point is not in the plan (dropped)
-  std::vector<std::string> files;     // the JSONL files read
+  // Rows of the plan that cannot be used (a metric missing or not a number, a status this
+  // version does not write, a point index or seed that contradicts the point id) and complete
+  // lines that are not JSON objects: dropped, so their points are rerun. One entry each,
+  // "results.jsonl:17: <why>", for the warning that names them.
+  std::vector<std::string> malformed_rows;
+  std::vector<std::string> files;  // the JSONL files read
 };
 
 // Reads every results*.jsonl in DIR (or only `only_file` when non-empty). Rows are matched to the
@@ -99,8 +104,11 @@ StoredResults load_results(const std::filesystem::path& dir, const Config& confi
 
 // Rewrites `file` (atomically) without torn lines, rows of incomplete points, rows outside the
 // plan and duplicates, so that appending the rerun of those points leaves no duplicates.
-// Returns the number of records dropped (0: the file was left untouched).
-std::size_t repair_results_file(const std::filesystem::path& file, const Config& config,
-                                const Plan& plan);
+struct RepairReport {
+  std::size_t dropped = 0;            // records dropped (0: the file was left untouched)
+  std::vector<std::string> problems;  // StoredResults::malformed_rows of the file
+};
+RepairReport repair_results_file(const std::filesystem::path& file, const Config& config,
+                                 const Plan& plan);
 
 }  // namespace attndev::experiment

@@ -140,11 +140,16 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   prepare_output_dir(options.dir, config, options.force_new);
   if (options.force_new) lock.share_folder();
   report.results_file = options.dir / file_name;
-  report.repaired_records = repair_results_file(report.results_file, config, plan);
+  const RepairReport repair = repair_results_file(report.results_file, config, plan);
+  report.repaired_records = repair.dropped;
+  // A damaged row is named (first few), not only counted: the user may want to know what broke.
+  for (std::size_t i = 0; i < repair.problems.size() && i < 10; ++i)
+    spdlog::warn("{}/{}: dropped; its point is rerun", options.dir.string(), repair.problems[i]);
+  if (repair.problems.size() > 10)
+    spdlog::warn("... and {} more damaged record(s)", repair.problems.size() - 10);
   if (report.repaired_records)
-    spdlog::warn(
-        "{}: dropped {} torn or partial record(s) of an interrupted run; their points are rerun",
-        report.results_file.string(), report.repaired_records);
+    spdlog::warn("{}: dropped {} torn, partial or damaged record(s); their points are rerun",
+                 report.results_file.string(), report.repaired_records);
 
   const StoredResults stored = load_results(options.dir, config, plan);
   std::vector<const Point*> pending;
@@ -275,8 +280,14 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     }
   }
   if (shard_count == 1) {
-    write_result_tables(options.dir, config, plan, now, options.provenance);
-    report.tables_written = true;
+    try {
+      write_result_tables(options.dir, config, plan, now, options.provenance);
+      report.tables_written = true;
+    } catch (const TablesWouldShrink& e) {
+      // The rows are safe in the JSONL; the old tables stay as they are (e.g. an interrupted
+      // rerun of a folder whose results.jsonl was lost).
+      spdlog::warn("tables not rewritten: {}", e.what());
+    }
   }
   return report;
 }

@@ -72,6 +72,7 @@ JsonlContents read_jsonl(const std::filesystem::path& path) {
                       : Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (record.is_discarded() || !record.is_object()) {
       if (out.bad_lines++ == 0) out.first_bad_line = line_number;
+      out.bad_line_numbers.push_back(line_number);
       continue;
     }
     out.records.push_back(std::move(record));

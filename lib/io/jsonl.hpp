@@ -38,6 +38,7 @@ struct JsonlContents {
   bool torn_tail = false;                 // last line had no newline (dropped)
   std::size_t bad_lines = 0;              // complete lines that were not a JSON object (dropped)
   std::size_t first_bad_line = 0;
+  std::vector<std::size_t> bad_line_numbers;  // 1-based, every bad line
 };
 
 // Missing file -> empty contents.

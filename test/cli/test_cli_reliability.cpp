@@ -5,7 +5,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <csignal>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -293,4 +296,101 @@ TEST_CASE("shards of one folder still run at the same time, each in its own file
   INFO(merged.out << merged.err);
   CHECK(merged.code == 0);
   CHECK(count_rows(dir / "results.jsonl") == kSlowRows);
+}
+
+TEST_CASE("report never replaces tables with fewer rows than they hold", "[cli][report]") {
+  const fs::path cfg = write_config("tiny_report", kTiny);
+  static int section_run = 0;  // Catch2 reruns the case once per SECTION: a fresh folder each
+  const fs::path dir = work_dir() / ("tiny_report" + std::to_string(++section_run));
+  REQUIRE(run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"}).code == 0);
+  const std::string csv = slurp(dir / "results.csv"), doc = slurp(dir / "results.json");
+  REQUIRE(std::count(csv.begin(), csv.end(), '\n') == 5);  // header + 2 points x 2 variants
+
+  SECTION("the source is gone") {
+    fs::remove(dir / "results.jsonl");
+    const Result r = run_cli({"report", dir.string(), "--no-summary"});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("4 rows"));
+    CHECK_THAT(r.err, Catch::Contains("0"));
+  }
+  SECTION("the source lost a point") {
+    const std::string jsonl = slurp(dir / "results.jsonl");
+    // Keep the run record and the first point's two rows.
+    std::size_t end = 0;
+    for (int line = 0; line < 3; ++line) end = jsonl.find('\n', end) + 1;
+    write_text(dir / "results.jsonl", jsonl.substr(0, end));
+    const Result r = run_cli({"report", dir.string(), "--no-summary"});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("2 rows"));
+  }
+  CHECK(slurp(dir / "results.csv") == csv);
+  CHECK(slurp(dir / "results.json") == doc);
+}
+
+TEST_CASE("a malformed row in the middle of results.jsonl is rerun with a warning naming its line",
+          "[cli][corruption]") {
+  const fs::path cfg = write_config("tiny_corrupt", kTiny);
+  static int section_run = 0;  // Catch2 reruns the case once per SECTION: a fresh folder each
+  const fs::path dir = work_dir() / ("tiny_corrupt" + std::to_string(++section_run));
+  REQUIRE(run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"}).code == 0);
+  const std::string csv = slurp(dir / "results.csv");
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(slurp(dir / "results.jsonl"));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  REQUIRE(lines.size() == 5);  // run record + 4 rows
+  SECTION("valid JSON, status ok, no metrics") {
+    json row = json::parse(lines[2]);
+    for (const char* m : {"max_abs", "mean_abs", "std_abs", "rmse", "rel_l2", "max_rel", "cos_sim"})
+      row.erase(m);
+    lines[2] = row.dump();
+  }
+  SECTION("a metric of the wrong type") {
+    json row = json::parse(lines[2]);
+    row["max_abs"] = json::array({1, 2});
+    lines[2] = row.dump();
+  }
+  SECTION("a point index outside the plan") {
+    json row = json::parse(lines[2]);
+    row["point_index"] = 99999999;
+    lines[2] = row.dump();
+  }
+  SECTION("not JSON at all") {
+    lines[2] = "{\"record\":\"row\", garbage";
+  }
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  write_text(dir / "results.jsonl", text);
+
+  const Result rep = run_cli({"report", dir.string(), "--no-summary"});
+  INFO("report: " << rep.err);
+  CHECK(rep.signal == 0);
+  CHECK(rep.code == 2);  // one point fewer than the tables hold: refused, tables kept
+  CHECK(slurp(dir / "results.csv") == csv);
+
+  const Result r = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
+  INFO("run: " << r.out << r.err);
+  CHECK(r.signal == 0);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out + r.err, Catch::Contains("results.jsonl:3"));
+  CHECK_THAT(r.out + r.err, Catch::Contains("1 run now"));
+  // Every row once, each ok row with its metrics.
+  std::istringstream in(slurp(dir / "results.jsonl"));
+  std::size_t rows = 0;
+  std::set<std::string> keys;
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line);
+    if (j["record"] != "row") continue;
+    ++rows;
+    keys.insert(j["point_id"].get<std::string>() + "/" + j["variant"].get<std::string>());
+    CHECK(j["status"] == "ok");
+    CHECK(j["max_abs"].is_number());
+  }
+  CHECK(rows == 4);
+  CHECK(keys.size() == 4);
+  const Result again = run_cli({"report", dir.string(), "--no-summary"});
+  CHECK(again.code == 0);
 }
