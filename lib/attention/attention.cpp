@@ -32,8 +32,7 @@ namespace detail {
 // afterwards is not single rounding in general (fma, wide operands). Storage-only stages (input,
 // score, prob, output) may be any format whose rounding from float is one bit operation.
 FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
-  if (algorithm == Algorithm::flash1) return FastKind::none;  // FA-1 is studied, not timed
-  if (is_fp8_algorithm(algorithm)) return FastKind::none;     // generic only (fp8_attention.hpp)
+  if (is_fp8_algorithm(algorithm)) return FastKind::none;  // generic only (fp8_attention.hpp)
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
   if (policy.score_accum == Format::fp32 && policy.stats == Format::fp32 &&
       policy.out_accum == Format::fp32 && float_storage(policy.input) &&

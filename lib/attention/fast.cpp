@@ -1,7 +1,7 @@
-// The fast paths: the row functions of rows/ (the same ones the generic path runs) in
-// NativeArith<T> with the SIMD kernels of kernels.hpp, T = float when every arithmetic stage is
-// fp32 and T = double when every stage is fp64 (fast_kind() in attention.cpp decides). In T, each
-// *_in call of the generic path is one IEEE operation:
+// The fast paths of baseline, flash1 and flash2: the row functions of rows/ (the same ones the
+// generic path runs) in NativeArith<T> with the SIMD kernels of kernels.hpp, T = float when every
+// arithmetic stage is fp32 and T = double when every stage is fp64 (fast_kind() in attention.cpp
+// decides). In T, each *_in call of the generic path is one IEEE operation:
 //   mul_in/add_in/sub_in/div_in(stats|out_accum)  ->  * + - / in T
 //   fma_in(stats) / mac_in(.., fused=true)         ->  std::fma / vector FMA in T
 //   exp_in/exp2_in(stats, x)                       ->  exp_f32/exp2_f32 (exp_f64/exp2_f64)
@@ -14,6 +14,7 @@
 #include "attention/generic_rows.hpp"
 #include "attention/kernels.hpp"
 #include "attention/rows/baseline.hpp"
+#include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
 
 namespace attndev::attention::detail {
@@ -37,6 +38,24 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
   rows::flash2_rows(A{p.policy}, kernels, rows::NoDequant{}, rows::RegisterState{}, p.row_params(),
                     rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+}
+
+// FA-1: O, m and l are stored between K/V blocks (HbmState), O rounded to the output format on
+// floats; its O rows are padded like V's (the padding lanes stay 0 and are never read back).
+template <class T, bool kFused>
+void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
+  using A = NativeArith<T, kFused>;
+  const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
+  std::vector<rows::BlockMergeSoftmax<A>> softmax(rows);
+  std::vector<int> count(rows);
+  std::vector<T> s(rows * pk.padded);  // (Br, BcP)
+  std::vector<T> o(rows * pk.ld_v);    // (Br, ld) O between blocks
+  std::vector<T> pv(rows * pk.ld_v);   // (Br, ld) the block's P V
+  const rows::Flash1Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
+                                 o.data(),       pk.ld_v,      pv.data()};
+  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
+  rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
+                    rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }
 
 template <class T, bool kFused>
@@ -68,6 +87,11 @@ void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
         baseline_item<T, true>(p, pk, rb, out);
       else
         baseline_item<T, false>(p, pk, rb, out);
+    } else if (algorithm == Algorithm::flash1) {
+      if (p.policy.fma)
+        flash1_item<T, true>(p, pk, rb, out);
+      else
+        flash1_item<T, false>(p, pk, rb, out);
     } else {
       if (p.policy.fma)
         flash2_item<T, true>(p, pk, rb, out);
@@ -80,7 +104,8 @@ void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
 }  // namespace
 
 void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out) {
-  if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash2)
+  if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash1 &&
+      algorithm != Algorithm::flash2)
     throw std::logic_error("run_fast: no fast path for this algorithm (see fast_kind)");
   if (kind == FastKind::f32) {
     run_fast_t<float>(algorithm, p, out);

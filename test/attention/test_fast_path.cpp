@@ -85,6 +85,9 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
   CHECK(std::string(kernel_path(Algorithm::baseline, preset("torch-math-bf16"), Options{})) ==
         "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::baseline, preset("fp64"), Options{})) == "fast-f64");
+  CHECK(std::string(kernel_path(Algorithm::flash1, preset("kernel-bf16"), Options{})) ==
+        "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::flash1, preset("fp64"), Options{})) == "fast-f64");
   // Arithmetic in bf16 is not float arithmetic rounded afterwards: generic path.
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("working-bf16"), Options{})) ==
         "generic");
