@@ -24,6 +24,7 @@
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/memory.hpp"
+#include "inputs/random_inputs.hpp"
 #include "io/memory.hpp"
 #include "numerics/round.hpp"
 
@@ -79,28 +80,13 @@ double seconds_of(F&& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// A simple deterministic fill (splitmix64 of the element index and tensor id), roughly uniform on
-// [-sqrt(3), sqrt(3)] (unit variance), rounded to the input format. Throughput does not depend on
-// the distribution; this only has to be reproducible and free of special values.
-attention::Tensor fill(int b, int h, int n, int d, std::uint64_t stream, numerics::Format f) {
-  attention::Tensor t(b, h, n, d);
-  for (std::size_t i = 0; i < t.data.size(); ++i) {
-    std::uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
-    t.data[i] = numerics::round_to(f, (2.0 * u - 1.0) * std::sqrt(3.0));
-  }
-  return t;
-}
-
-attention::Inputs make_inputs(const attention::Shape& s, numerics::Format f) {
-  attention::Inputs in;
-  in.q = fill(s.batch, s.heads, s.seq_q, s.head_dim, 1, f);
-  in.k = fill(s.batch, s.heads, s.seq_kv, s.head_dim, 2, f);
-  in.v = fill(s.batch, s.heads, s.seq_kv, s.head_dim, 3, f);
-  return in;
+// Inputs from the project's one generator (lib/inputs): uniform on [-sqrt(3), sqrt(3)] (unit
+// variance), rounded to the input format. Throughput does not depend on the distribution; this
+// only has to be reproducible and free of special values.
+attention::Inputs bench_inputs(const attention::Shape& s, numerics::Format f) {
+  const double half_width = std::sqrt(3.0);
+  return inputs::make_inputs(s, inputs::Distribution::uniform(-half_width, half_width),
+                             /*seed=*/1, f);
 }
 
 // Seconds for the two GEMMs of attention (S = Q K^T, then O = S V) over every (batch, head), in
@@ -164,7 +150,7 @@ void check(const Config& c, const attention::Shape& shape, const attention::Opti
   if (m.path == "generic") return;
   // Odd sizes so that tile and vector tails are exercised.
   const attention::Shape small{1, 1, 97, 83, std::min(shape.head_dim, 67)};
-  const attention::Inputs in = make_inputs(small, c.policy.input);
+  const attention::Inputs in = bench_inputs(small, c.policy.input);
   attention::Options generic = opt;
   generic.path = attention::Options::Path::generic;
   const attention::Output f = attention::run(c.algorithm, c.policy, in, opt);
@@ -222,7 +208,7 @@ void run_bench(const BenchArgs& a) {
     Measured m;
     m.config = c;
     m.path = attention::kernel_path(c.algorithm, c.policy, opt);
-    const attention::Inputs in = make_inputs(shape, c.policy.input);
+    const attention::Inputs in = bench_inputs(shape, c.policy.input);
     attention::Output out;
     try {
       out = attention::run(c.algorithm, c.policy, in, opt);  // warm-up, and the checked result

@@ -18,7 +18,7 @@
 #include "io/memory.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
-#include "numerics/round.hpp"
+#include "numerics/encode.hpp"
 
 namespace attndev::io {
 
@@ -70,45 +70,6 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-double half_to_double(std::uint16_t h) {
-  const int sign = h >> 15;
-  const int exp = (h >> 10) & 0x1f;
-  const int frac = h & 0x3ff;
-  double a;
-  if (exp == 0)
-    a = std::ldexp(static_cast<double>(frac), -24);  // subnormal (or zero)
-  else if (exp == 31)
-    a = frac ? NAN : INFINITY;
-  else
-    a = std::ldexp(static_cast<double>(1024 + frac), exp - 25);
-  return sign ? -a : a;
-}
-
-std::uint16_t double_to_half(double x) {
-  const double r = numerics::round_to(numerics::Format::fp16, x);
-  const std::uint16_t sign = std::signbit(r) ? 0x8000 : 0;
-  if (std::isnan(r)) return sign | 0x7e00;
-  const double a = std::fabs(r);
-  if (std::isinf(a)) return sign | 0x7c00;
-  // After rounding `a` is a representable fp16 value, so both branches below are exact.
-  if (a < std::ldexp(1.0, -14)) return sign | static_cast<std::uint16_t>(std::ldexp(a, 24));
-  int e = 0;
-  const double f = std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
-  const auto frac = static_cast<std::uint16_t>(std::ldexp(f, 11) - 1024.0);
-  return sign | static_cast<std::uint16_t>((e - 1 + 15) << 10) | frac;
-}
-
-double bf16_to_double(std::uint16_t h) {
-  return static_cast<double>(numerics::float_from_bits(std::uint32_t{h} << 16));
-}
-
-std::uint16_t double_to_bf16(double x) {
-  const double r = numerics::round_to(numerics::Format::bf16, x);
-  if (std::isnan(r)) return std::signbit(r) ? 0xffc0 : 0x7fc0;
-  // r is a bf16 value: the float holding it has zero low 16 bits.
-  return static_cast<std::uint16_t>(numerics::bits_of(static_cast<float>(r)) >> 16);
-}
-
 template <class U>
 U load(const unsigned char* p) {
   U u;
@@ -125,6 +86,9 @@ void append(std::vector<unsigned char>& out, U u) {
 
 }  // namespace
 
+// fp16 and bf16 go through numerics' codec (numerics/encode.hpp), the project's one: decoding is
+// exact, encoding rounds to nearest even (fp16 overflows to inf), NaNs keep their sign and the top
+// bits of their payload.
 void decode_le(DType d, const unsigned char* src, std::size_t count, double* dst) {
   const std::size_t size = dtype_size(d);
   for (std::size_t i = 0; i < count; ++i, src += size) {
@@ -136,10 +100,10 @@ void decode_le(DType d, const unsigned char* src, std::size_t count, double* dst
         dst[i] = static_cast<double>(load<float>(src));
         break;
       case DType::f16:
-        dst[i] = half_to_double(load<std::uint16_t>(src));
+        dst[i] = numerics::decode_fp16(load<std::uint16_t>(src));
         break;
       case DType::bf16:
-        dst[i] = bf16_to_double(load<std::uint16_t>(src));
+        dst[i] = numerics::decode_bf16(load<std::uint16_t>(src));
         break;
     }
   }
@@ -156,10 +120,10 @@ void encode_le(DType d, std::span<const double> values, std::vector<unsigned cha
         append(out, static_cast<float>(x));  // one RNE rounding from double
         break;
       case DType::f16:
-        append(out, double_to_half(x));
+        append(out, numerics::encode_fp16(x));  // RNE, overflow to inf
         break;
       case DType::bf16:
-        append(out, double_to_bf16(x));
+        append(out, numerics::encode_bf16(x));
         break;
     }
   }

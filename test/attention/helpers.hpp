@@ -1,5 +1,5 @@
-// Shared by the attention tests: a local deterministic input generator (the tests must not depend
-// on lib/experiment's Philox inputs), policy lookup and exact comparisons.
+// Shared by the attention tests: inputs from the project's one generator (lib/inputs, below the
+// experiment runner), policy lookup and exact comparisons.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,47 +11,26 @@
 #include <string>
 
 #include "attention/attention.hpp"
+#include "inputs/random_inputs.hpp"
 #include "numerics/policy.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::attention::testing {
 
-// splitmix64 of (seed, stream, index): a pure function, so the values never depend on order.
-inline std::uint64_t hash3(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (stream + 1) * 0xD1B54A32D192ED03ull ^
-                    (index + 1) * 0x8CB92BA72F3D8DD7ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [0, 1) with 53 random bits.
-inline double uniform01(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return static_cast<double>(hash3(seed, stream, index) >> 11) * 0x1.0p-53;
-}
-
-// Roughly N(0, 1): the sum of four uniforms, centred and scaled to unit variance.
-inline double normalish(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  double s = 0;
-  for (std::uint64_t r = 0; r < 4; ++r) s += uniform01(seed, stream * 4 + r, index);
-  return (s - 2.0) * std::sqrt(3.0);
-}
-
-inline Tensor random_tensor(int b, int h, int n, int d, std::uint64_t seed, std::uint64_t stream,
-                            numerics::Format f, double stddev = 1.0) {
-  Tensor t(b, h, n, d);
-  for (std::size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = numerics::round_to(f, stddev * normalish(seed, stream, i));
-  return t;
-}
-
+// Q, K, V ~ N(0, stddev^2) from the project's one generator (lib/inputs), rounded to f.
 inline Inputs random_inputs(const Shape& s, std::uint64_t seed, numerics::Format f,
                             double stddev = 1.0) {
-  Inputs in;
-  in.q = random_tensor(s.batch, s.heads, s.seq_q, s.head_dim, seed, 0, f, stddev);
-  in.k = random_tensor(s.batch, s.heads, s.seq_kv, s.head_dim, seed, 1, f, stddev);
-  in.v = random_tensor(s.batch, s.heads, s.seq_kv, s.head_dim, seed, 2, f, stddev);
-  return in;
+  return inputs::make_inputs(s, inputs::Distribution::normal(0.0, stddev), seed, f);
+}
+
+// FA-3 Table 3's input distribution, N(0,1) + N(0, outlier_std^2) * Bernoulli(p).
+inline inputs::Distribution outlier(double outlier_std = 10.0, double p = 0.001) {
+  return {inputs::Distribution::Kind::outlier, 0.0, 1.0, outlier_std, p};
+}
+
+// Q, K, V drawn from FA-3 Table 3's distribution, rounded to f.
+inline Inputs outlier_inputs(const Shape& s, std::uint64_t seed, numerics::Format f) {
+  return inputs::make_inputs(s, outlier(), seed, f);
 }
 
 inline numerics::PrecisionPolicy preset(const char* name) {

@@ -32,20 +32,6 @@ double rmse(const Tensor& a, const Tensor& b) {
   return std::sqrt(s / static_cast<double>(a.data.size()));
 }
 
-// FA-3 Table 3's input distribution, N(0,1) + N(0,100) * Bernoulli(0.001), rounded to f.
-Inputs outlier_inputs(const Shape& s, std::uint64_t seed, nx::Format f) {
-  auto make = [&](int n, std::uint64_t stream) {
-    Tensor t(s.batch, s.heads, n, s.head_dim);
-    for (std::size_t i = 0; i < t.data.size(); ++i) {
-      double x = normalish(seed, stream, i);
-      if (uniform01(seed, stream + 100, i) < 0.001) x += 10.0 * normalish(seed, stream + 200, i);
-      t.data[i] = nx::round_to(f, x);
-    }
-    return t;
-  };
-  return Inputs{make(s.seq_q, 0), make(s.seq_kv, 1), make(s.seq_kv, 2)};
-}
-
 }  // namespace
 
 // Golden et al. Fig. 3-4: deviation shrinks with more mantissa bits. The same inputs (exact in
@@ -129,8 +115,13 @@ TEST_CASE("O stored in bf16 between K/V blocks: deviation grows with the block c
   CHECK(err[3] > 2 * f2[1]);
 }
 
-// FA-3 Table 3's ablation: per-block scales cannot lose to one scale per tensor on inputs with
-// outliers (a block's scale is set by its own amax, never by a bigger one elsewhere).
+// FA-3 Table 3's ablation: per-block scales do not lose to one scale per tensor on inputs with
+// outliers (a block's scale is set by its own amax, never by a bigger one elsewhere). Once Q and K
+// are rotated, the outliers are spread and block quantization barely matters: FA-3 reports
+// 9.1e-3 vs 9.3e-3, docs/reproduction.md 8.15e-3 vs 8.17e-3, and over 16 seeds of this test
+// either order wins about half the time (block+hadamard <= per-tensor+hadamard in 7 of 16, means
+// 0.01269 vs 0.01256). So the rotated pair is held to "not worse by more than 5%", not to an
+// order that is decided by the seed.
 TEST_CASE("block-quantized fp8 is not worse than per-tensor fp8 on outlier inputs",
           "[paper][fp8]") {
   const std::vector<std::uint64_t> seeds = {301, 302, 303, 304};
@@ -157,5 +148,5 @@ TEST_CASE("block-quantized fp8 is not worse than per-tensor fp8 on outlier input
                                          << block_rot << " per-tensor+hadamard=" << tensor_rot);
   CHECK(block > 0);
   CHECK(block <= tensor);
-  CHECK(block_rot <= tensor_rot);
+  CHECK(block_rot <= 1.05 * tensor_rot);
 }

@@ -15,8 +15,7 @@
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/lse_tolerance.hpp"
-#include "cuda/tools/checks.hpp"
-#include "cuda/tools/random_inputs.hpp"
+#include "cuda_check/checks.hpp"
 
 using namespace attndev;
 
@@ -28,18 +27,18 @@ constexpr std::uint64_t kSeed = 20240502;
 
 TEST_CASE("faithful flash1/flash2 are bit-identical to the CPU emulator", "[gpu]") {
   std::printf("faithful cases: seed %llu\n", static_cast<unsigned long long>(kSeed));
-  const auto cases = cuda::tools::faithful_cases(kSeed, 24);
+  const auto cases = cuda_check::faithful_cases(kSeed, 24);
   REQUIRE(cases.size() >= 20);
   int compared = 0;
   for (const auto& c : cases) {
     INFO(c.name);
-    const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
+    const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, c.policy.input);
     const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
     const cuda::CudaRunResult gpu =
         cuda::run_cuda(*cuda::kernel_for(c.algorithm), c.policy, in, c.options);
     INFO(gpu.status_text());
     REQUIRE(gpu.status == cuda::RunStatus::ok);
-    const auto cmp = cuda::tools::compare_bits(cpu.o.data, gpu.output.o.data);
+    const auto cmp = cuda_check::compare_bits(cpu.o.data, gpu.output.o.data);
     INFO("mismatches " << cmp.mismatches << "; first at " << cmp.first_mismatch << ": cpu "
                        << cmp.cpu_value << " gpu " << cmp.gpu_value);
     CHECK(cmp.compared == cpu.o.data.size());
@@ -61,7 +60,7 @@ TEST_CASE("flash2-tc: max|tc - golden| <= 2 max|baseline - golden| + floor", "[g
     for (const attention::Shape& s : shapes) {
       for (bool causal : {false, true}) {
         const int br = index % 2 == 0 ? 64 : 128;
-        const auto r = cuda::tools::check_tc(f, s, causal, br, 64, kSeed + index++);
+        const auto r = cuda_check::check_tc(f, s, causal, br, 64, kSeed + index++);
         INFO(r.name << ": " << r.status << " tc_err " << r.tc_err << " bound " << r.bound
                     << " (baseline_err " << r.baseline_err << ", floor " << r.floor << ")");
         REQUIRE(r.compared);
@@ -78,7 +77,7 @@ TEST_CASE("fully masked causal rows give 0, never NaN, on every kernel", "[gpu]"
   const attention::Shape s{1, 2, 150, 70, 64};
   attention::Options opt;
   opt.causal = true;
-  const attention::Inputs in = cuda::tools::random_inputs(s, kSeed, numerics::Format::bf16);
+  const attention::Inputs in = cuda_check::random_inputs(s, kSeed, numerics::Format::bf16);
   int checked = 0;
   for (cuda::Kernel k : cuda::kAllKernels) {
     INFO(cuda::kernel_name(k));
@@ -110,30 +109,30 @@ TEST_CASE("cuBLAS baseline agrees with the emulator's baseline", "[gpu]") {
   // fp64: DGEMM sums in another order than the emulator; the difference is a few fp64 ulps of
   // each dot product, far below anything a format of the study resolves.
   {
-    const attention::Inputs in = cuda::tools::random_inputs(s, kSeed + 1, numerics::Format::fp64);
+    const attention::Inputs in = cuda_check::random_inputs(s, kSeed + 1, numerics::Format::fp64);
     const auto pol = numerics::kGoldenPolicy;
     const auto gpu = cuda::run_cuda(cuda::Kernel::baseline, pol, in, opt);
     REQUIRE(gpu.status == cuda::RunStatus::ok);
     const auto cpu = attention::golden(in, opt);
-    const double diff = cuda::tools::max_abs_diff(cpu.o.data, gpu.output.o.data);
+    const double diff = cuda_check::max_abs_diff(cpu.o.data, gpu.output.o.data);
     const double bound = 4.0 * (s.head_dim + s.seq_kv) *
                          numerics::traits(numerics::Format::fp64).unit_roundoff() *
-                         (1.0 + cuda::tools::max_abs(cpu.o.data));
+                         (1.0 + cuda_check::max_abs(cpu.o.data));
     INFO("fp64 max diff " << diff << " bound " << bound);
     CHECK(diff <= bound);
   }
   // torch-math-bf16: both round S, P, O to bf16; the GEMMs' order may flip a rounding, so the
   // two deviations from the golden must be of one size (the 2x rule both ways) — not equal.
   {
-    const attention::Inputs in = cuda::tools::random_inputs(s, kSeed + 2, numerics::Format::bf16);
+    const attention::Inputs in = cuda_check::random_inputs(s, kSeed + 2, numerics::Format::bf16);
     const auto pol = numerics::find_preset("torch-math-bf16")->policy;
     const auto gpu = cuda::run_cuda(cuda::Kernel::baseline, pol, in, opt);
     REQUIRE(gpu.status == cuda::RunStatus::ok);
     const auto cpu = attention::run(attention::Algorithm::baseline, pol, in, opt);
     const auto gold = attention::golden(in, opt);
-    const double gpu_err = cuda::tools::max_abs_diff(gpu.output.o.data, gold.o.data);
-    const double cpu_err = cuda::tools::max_abs_diff(cpu.o.data, gold.o.data);
-    const double floor = cuda::tools::tc_floor(numerics::Format::bf16, gold.o.data);
+    const double gpu_err = cuda_check::max_abs_diff(gpu.output.o.data, gold.o.data);
+    const double cpu_err = cuda_check::max_abs_diff(cpu.o.data, gold.o.data);
+    const double floor = cuda_check::tc_floor(numerics::Format::bf16, gold.o.data);
     INFO("gpu_err " << gpu_err << " cpu_err " << cpu_err << " floor " << floor);
     CHECK(gpu_err > 0.0);  // bf16 rounding must show: a zero would mean we compared fp64 to itself
     CHECK(gpu_err <= 2.0 * cpu_err + floor);
@@ -143,7 +142,7 @@ TEST_CASE("cuBLAS baseline agrees with the emulator's baseline", "[gpu]") {
 
 TEST_CASE("unsupported combinations are skipped with a reason, bad shapes throw", "[gpu]") {
   const attention::Shape s{1, 1, 64, 64, 96};
-  const attention::Inputs in = cuda::tools::random_inputs(s, kSeed, numerics::Format::bf16);
+  const attention::Inputs in = cuda_check::random_inputs(s, kSeed, numerics::Format::bf16);
   attention::Options opt;
   const auto r = cuda::run_cuda(cuda::Kernel::flash2_tc,
                                 numerics::find_preset("kernel-bf16")->policy, in, opt);
@@ -163,7 +162,7 @@ TEST_CASE("unsupported combinations are skipped with a reason, bad shapes throw"
 TEST_CASE("timed runs report runtime and throughput", "[gpu]") {
   // Fields filled and consistent with each other; no claim about speed (no timing assertions).
   const attention::Shape s{1, 4, 1024, 1024, 128};
-  const attention::Inputs in = cuda::tools::random_inputs(s, kSeed, numerics::Format::bf16);
+  const attention::Inputs in = cuda_check::random_inputs(s, kSeed, numerics::Format::bf16);
   attention::Options opt;
   opt.block_r = 128;
   cuda::TimingOptions timing;

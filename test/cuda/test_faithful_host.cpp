@@ -13,8 +13,7 @@
 #include "attention/problem.hpp"
 #include "cuda/baseline_softmax.cuh"
 #include "cuda/faithful_flash.cuh"
-#include "cuda/tools/checks.hpp"
-#include "cuda/tools/random_inputs.hpp"
+#include "cuda_check/checks.hpp"
 
 using namespace attndev;
 
@@ -22,8 +21,7 @@ namespace {
 
 // The kernel's grid, as a loop: every (batch, head, row) through the row function, with the
 // operands and scales the launcher would upload (the emulator's own input stage).
-attention::Output run_rows_on_host(const cuda::tools::FaithfulCase& c,
-                                   const attention::Inputs& in) {
+attention::Output run_rows_on_host(const cuda_check::FaithfulCase& c, const attention::Inputs& in) {
   const attention::Problem staged = attention::make_problem(c.policy, in, c.options);
   const attention::Shape s = c.shape;
   attention::Output out;
@@ -57,21 +55,21 @@ attention::Output run_rows_on_host(const cuda::tools::FaithfulCase& c,
 TEST_CASE("faithful row functions reproduce attention::run bit for bit (host)", "[cuda]") {
   constexpr std::uint64_t kSeed = 20240502;  // the GPU test's seed: the same 24 cases
   std::printf("faithful host cases: seed %llu\n", static_cast<unsigned long long>(kSeed));
-  const auto cases = cuda::tools::faithful_cases(kSeed, 24);
+  const auto cases = cuda_check::faithful_cases(kSeed, 24);
   REQUIRE(cases.size() == 24);
   std::size_t elements = 0;
   for (const auto& c : cases) {
     INFO(c.name);
-    const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
+    const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, c.policy.input);
     const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
     const attention::Output rows = run_rows_on_host(c, in);
-    const auto cmp = cuda::tools::compare_bits(cpu.o.data, rows.o.data);
+    const auto cmp = cuda_check::compare_bits(cpu.o.data, rows.o.data);
     INFO("mismatches " << cmp.mismatches << "; first at " << cmp.first_mismatch << ": emulator "
                        << cmp.cpu_value << " rows " << cmp.gpu_value);
     CHECK(cmp.compared == cpu.o.data.size());
     CHECK(cmp.mismatches == 0);
     // On the host both take log() from the same libm: lse must agree bit for bit too.
-    CHECK(cuda::tools::compare_bits(cpu.lse, rows.lse).mismatches == 0);
+    CHECK(cuda_check::compare_bits(cpu.lse, rows.lse).mismatches == 0);
     elements += cmp.compared;
   }
   CHECK(elements > 0);
@@ -79,14 +77,14 @@ TEST_CASE("faithful row functions reproduce attention::run bit for bit (host)", 
 
 TEST_CASE("a wrong policy is caught: the comparison can fail", "[cuda]") {
   // Guards the test above against comparing something with itself.
-  auto c = cuda::tools::faithful_cases(7, 1).front();
+  auto c = cuda_check::faithful_cases(7, 1).front();
   c.policy = numerics::find_preset("kernel-bf16")->policy;
   c.shape = {1, 1, 33, 33, 16};
-  const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
+  const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, c.policy.input);
   const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
   c.policy.prob = numerics::Format::fp32;  // rows computed without the P cast
   const attention::Output rows = run_rows_on_host(c, in);
-  CHECK(cuda::tools::compare_bits(cpu.o.data, rows.o.data).mismatches > 0);
+  CHECK(cuda_check::compare_bits(cpu.o.data, rows.o.data).mismatches > 0);
 }
 
 namespace {
@@ -152,7 +150,7 @@ TEST_CASE("the cuBLAS baseline's softmax rows reproduce the emulator given its d
         opt.causal = causal;
         opt.scale_placement =
             shape.seq_q == 7 ? attention::ScalePlacement::query : attention::ScalePlacement::scores;
-        attention::Inputs in = cuda::tools::random_inputs(shape, kSeed, policy.input);
+        attention::Inputs in = cuda_check::random_inputs(shape, kSeed, policy.input);
         // Row 0 (causal: it sees key 0 only) gets a score of -inf in fp16 scores: the guard.
         in.q.at(0, 0, 0, 0) = 1000.0;
         in.k.at(0, 0, 0, 0) = -1000.0;
@@ -163,8 +161,8 @@ TEST_CASE("the cuBLAS baseline's softmax rows reproduce the emulator given its d
         const attention::Output gpu_rows = policy.score_accum == numerics::Format::fp64
                                                ? cublas_baseline_on_host<double>(policy, in, opt)
                                                : cublas_baseline_on_host<float>(policy, in, opt);
-        CHECK(cuda::tools::compare_bits(cpu.o.data, gpu_rows.o.data).mismatches == 0);
-        CHECK(cuda::tools::compare_bits(cpu.lse, gpu_rows.lse).mismatches == 0);
+        CHECK(cuda_check::compare_bits(cpu.o.data, gpu_rows.o.data).mismatches == 0);
+        CHECK(cuda_check::compare_bits(cpu.lse, gpu_rows.lse).mismatches == 0);
         compared += cpu.o.data.size();
       }
     }

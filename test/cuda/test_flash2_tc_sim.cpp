@@ -26,8 +26,7 @@
 // After the simulator: flash2_tc.cuh then uses its primitives.
 #include "attention/attention.hpp"
 #include "cuda/flash2_tc.cuh"
-#include "cuda/tools/checks.hpp"
-#include "cuda/tools/random_inputs.hpp"
+#include "cuda_check/checks.hpp"
 #include "numerics/encode.hpp"
 
 using namespace attndev;
@@ -129,7 +128,7 @@ int check_row(const std::vector<Case>& cases) {
     const std::string name =
         describe(c, Tag::kHeadDim, Tag::kBlockM, Tag::kBlockN, fmt_name.c_str());
     INFO(name);
-    const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, fmt);
+    const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, fmt);
     attention::Options opt;
     opt.causal = c.causal;
     opt.block_r = Tag::kBlockM;
@@ -140,8 +139,8 @@ int check_row(const std::vector<Case>& cases) {
     CHECK(sim.errors.empty());
 
     // O: one rounding of the output format at the tile's magnitude, from the format's traits.
-    const double floor = cuda::tools::tc_floor(fmt, emu.o.data);
-    const double o_diff = cuda::tools::max_abs_diff(sim.o, emu.o.data);
+    const double floor = cuda_check::tc_floor(fmt, emu.o.data);
+    const double o_diff = cuda_check::max_abs_diff(sim.o, emu.o.data);
     std::size_t identical = 0;
     for (std::size_t i = 0; i < sim.o.size(); ++i) identical += sim.o[i] == emu.o.data[i];
     INFO("max |sim - emulator| " << o_diff << " floor " << floor << "; identical " << identical
@@ -193,14 +192,14 @@ TEST_CASE("flash2-tc host simulator: the comparison catches a wrong result", "[c
   // Negative control: the same check against the emulator run without the causal mask must fail.
   using Tag = cuda::TcTag<cuda::MatElement::bf16, 64, 64, 64>;
   const attention::Shape s{1, 1, 70, 70, 64};
-  const attention::Inputs in = cuda::tools::random_inputs(s, 21, numerics::Format::bf16);
+  const attention::Inputs in = cuda_check::random_inputs(s, 21, numerics::Format::bf16);
   attention::Options opt;  // not causal
   const attention::Output emu = attention::run(
       attention::Algorithm::flash2, numerics::find_preset("kernel-bf16")->policy, in, opt);
   const SimResult sim = run_sim<Tag>(in, /*causal=*/true);
   CHECK(sim.errors.empty());
-  CHECK(cuda::tools::max_abs_diff(sim.o, emu.o.data) >
-        cuda::tools::tc_floor(numerics::Format::bf16, emu.o.data));
+  CHECK(cuda_check::max_abs_diff(sim.o, emu.o.data) >
+        cuda_check::tc_floor(numerics::Format::bf16, emu.o.data));
 }
 
 TEST_CASE("flash2-tc host simulator: the race check finds a missing barrier", "[cuda][flash2-tc]") {

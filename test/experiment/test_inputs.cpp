@@ -1,39 +1,15 @@
-// Inputs: the Philox generator against published vectors, coordinates as the only source of a
-// value, distribution moments within statistical bounds, and one rounding to the input format.
+// Parsing a distribution from config and command-line text (the generator itself is lib/inputs,
+// tested in test/inputs/test_random_inputs.cpp).
 #include <catch2/catch.hpp>
 
-#include <cmath>
-#include <cstdint>
-#include <vector>
+#include <string>
 
 #include "experiment/inputs.hpp"
-#include "experiment/philox.hpp"
-#include "numerics/round.hpp"
 
 using namespace attndev;
 using experiment::Distribution;
-using experiment::TensorId;
 
 namespace {
-
-// Random123's tests/kat_vectors, philox4x32 10: counter words, key words -> output words.
-struct PhiloxKat {
-  experiment::PhiloxCounter counter;
-  experiment::PhiloxKey key;
-  experiment::PhiloxCounter expected;
-};
-constexpr PhiloxKat kPhiloxKats[] = {
-    {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
-     {0xffffffff, 0xffffffff},
-     {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
-     {0xa4093822, 0x299f31d0},
-     {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
-};
-
-static_assert(experiment::philox4x32_10(kPhiloxKats[0].counter, kPhiloxKats[0].key) ==
-              kPhiloxKats[0].expected);
 
 Distribution parse_ok(const char* text) {
   Distribution d;
@@ -54,201 +30,7 @@ std::string parse_error(const char* text) {
   return error;
 }
 
-struct Moments {
-  double mean = 0, var = 0, m4 = 0;  // central moments
-  std::int64_t n = 0;
-};
-
-// Samples along one (tensor, b, h) plane in row-major order: n values of independent counters.
-Moments moments_of(const Distribution& dist, std::uint64_t seed, int rows, int cols) {
-  std::vector<double> xs;
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c)
-      xs.push_back(experiment::sample(dist, seed, TensorId::q, 0, 0, r, c));
-  Moments m;
-  m.n = static_cast<std::int64_t>(xs.size());
-  for (double x : xs) m.mean += x;
-  m.mean /= m.n;
-  for (double x : xs) {
-    const double d = x - m.mean;
-    m.var += d * d;
-    m.m4 += d * d * d * d;
-  }
-  m.var /= m.n;
-  m.m4 /= m.n;
-  return m;
-}
-
-// The sample mean and variance each lie within 6 standard errors of the truth (a false failure
-// has probability ~2e-9 per check). Standard errors use the true moments: sd(mean) = sigma/sqrt(n),
-// sd(variance) ~ sqrt((mu4 - sigma^4) / n).
-void check_moments(const Moments& m, double mean, double var, double mu4) {
-  const double n = static_cast<double>(m.n);
-  INFO("sample mean " << m.mean << " var " << m.var << " (n=" << m.n << "); true mean " << mean
-                      << " var " << var);
-  CHECK(std::fabs(m.mean - mean) <= 6.0 * std::sqrt(var / n));
-  CHECK(std::fabs(m.var - var) <= 6.0 * std::sqrt((mu4 - var * var) / n));
-}
-
 }  // namespace
-
-TEST_CASE("philox4x32_10 matches the Random123 known-answer vectors", "[inputs][philox]") {
-  for (const PhiloxKat& kat : kPhiloxKats) {
-    const auto out = experiment::philox4x32_10(kat.counter, kat.key);
-    for (int i = 0; i < 4; ++i) {
-      CAPTURE(i, kat.counter[0], kat.key[0]);
-      CHECK(out[i] == kat.expected[i]);
-    }
-  }
-}
-
-TEST_CASE("a value is a pure function of (seed, tensor, b, h, row, col)", "[inputs]") {
-  const std::uint64_t seed = 0x5eed;
-  CAPTURE(seed);
-  const Distribution dist;
-  const attention::Shape small{1, 1, 4, 4, 4};
-  const attention::Shape large{2, 3, 100, 90, 100};
-  const auto a = experiment::make_inputs(small, dist, seed, numerics::Format::fp64);
-  const auto b = experiment::make_inputs(large, dist, seed, numerics::Format::fp64);
-  const auto a2 = experiment::make_inputs(small, dist, seed, numerics::Format::fp64);
-  CHECK(a.q.data == a2.q.data);
-  CHECK(a.k.data == a2.k.data);
-  CHECK(a.v.data == a2.v.data);
-  int compared = 0;
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 4; ++c) {
-      CHECK(a.q.at(0, 0, r, c) == b.q.at(0, 0, r, c));
-      CHECK(a.k.at(0, 0, r, c) == b.k.at(0, 0, r, c));
-      CHECK(a.v.at(0, 0, r, c) == b.v.at(0, 0, r, c));
-      CHECK(b.q.at(1, 2, r, c) == experiment::sample(dist, seed, TensorId::q, 1, 2, r, c));
-      compared += 4;
-    }
-  CHECK(compared == 64);
-
-  // Different seeds, tensors, heads and batches give different values (no shared counters).
-  const double x = experiment::sample(dist, seed, TensorId::q, 0, 0, 1, 2);
-  CHECK(x != experiment::sample(dist, seed + 1, TensorId::q, 0, 0, 1, 2));
-  CHECK(x != experiment::sample(dist, seed, TensorId::k, 0, 0, 1, 2));
-  CHECK(x != experiment::sample(dist, seed, TensorId::q, 0, 1, 1, 2));
-  CHECK(x != experiment::sample(dist, seed, TensorId::q, 1, 0, 1, 2));
-  CHECK(x != experiment::sample(dist, seed, TensorId::q, 0, 0, 2, 1));
-  // High seed words matter too.
-  CHECK(x != experiment::sample(dist, seed | (std::uint64_t{1} << 40), TensorId::q, 0, 0, 1, 2));
-}
-
-TEST_CASE("normal(mean, std) has the requested moments", "[inputs][stats]") {
-  const std::uint64_t seed = 11;
-  CAPTURE(seed);
-  const Distribution d = parse_ok("normal(0.5, 2)");
-  const Moments m = moments_of(d, seed, 512, 512);
-  check_moments(m, 0.5, 4.0, 3.0 * 16.0);
-  // Box-Muller from a 32-bit open uniform cannot exceed sqrt(-2 ln 2^-33) standard deviations.
-  const double cap = std::sqrt(-2.0 * std::log(0x1p-33));
-  for (int c = 0; c < 4096; ++c)
-    CHECK(std::fabs(experiment::sample(d, seed, TensorId::v, 0, 0, 0, c) - 0.5) <= 2.0 * cap);
-}
-
-TEST_CASE("uniform(lo, hi) has the requested moments and stays in the half-open interval from lo to hi", "[inputs][stats]") {
-  const std::uint64_t seed = 12;
-  CAPTURE(seed);
-  const Distribution d = parse_ok("uniform(-3,1)");
-  const double w = 4.0;
-  check_moments(moments_of(d, seed, 512, 512), -1.0, w * w / 12.0, w * w * w * w / 80.0);
-  for (int c = 0; c < 100000; ++c) {
-    const double x = experiment::sample(d, seed, TensorId::k, 0, 0, 0, c);
-    if (!(x >= -3.0 && x < 1.0)) FAIL("uniform sample " << x << " outside [-3, 1) at col " << c);
-  }
-}
-
-TEST_CASE("outlier = N(0,1) + N(0,s^2) * Bernoulli(p)", "[inputs][stats]") {
-  const std::uint64_t seed = 13;
-  CAPTURE(seed);
-  const double s = 10.0, p = 0.01;
-  Distribution d = parse_ok("outlier(10, 0.01)");
-  // Var = 1 + p s^2; E X^4 = (1-p) 3 + p 3 (1 + s^2)^2 (mean 0).
-  check_moments(moments_of(d, seed, 512, 512), 0.0, 1.0 + p * s * s,
-                (1 - p) * 3.0 + p * 3.0 * (1 + s * s) * (1 + s * s));
-
-  // The base normal and the Bernoulli come from separate counter words: the outlier sample minus
-  // normal(0,1) at the same coordinate is non-zero exactly where the Bernoulli fired.
-  const Distribution normal = parse_ok("normal");
-  const int n = 1 << 18;
-  int fired = 0;
-  for (int i = 0; i < n; ++i)
-    fired += experiment::sample(d, seed, TensorId::q, 0, 0, i >> 9, i & 511) !=
-             experiment::sample(normal, seed, TensorId::q, 0, 0, i >> 9, i & 511);
-  INFO("fired " << fired << " of " << n);
-  CHECK(std::fabs(fired - n * p) <= 6.0 * std::sqrt(n * p * (1 - p)));
-
-  // FA-3's defaults.
-  d = parse_ok("outlier");
-  CHECK(d.outlier_std == 10.0);
-  CHECK(d.outlier_prob == 0.001);
-}
-
-TEST_CASE("elements are uncorrelated across tensors and neighbours", "[inputs][stats]") {
-  const std::uint64_t seed = 14;
-  CAPTURE(seed);
-  const Distribution d;
-  const int n = 1 << 17;
-  double qk = 0, adjacent = 0;
-  for (int i = 0; i < n; ++i) {
-    const int r = i >> 8, c = i & 255;
-    const double q = experiment::sample(d, seed, TensorId::q, 0, 0, r, c);
-    qk += q * experiment::sample(d, seed, TensorId::k, 0, 0, r, c);
-    adjacent += q * experiment::sample(d, seed, TensorId::q, 0, 0, r, c + 256);
-  }
-  // For independent N(0,1), the mean of products has standard deviation 1/sqrt(n).
-  CHECK(std::fabs(qk / n) <= 6.0 / std::sqrt(n));
-  CHECK(std::fabs(adjacent / n) <= 6.0 / std::sqrt(n));
-}
-
-TEST_CASE("make_inputs rounds each value once to the input format", "[inputs]") {
-  const std::uint64_t seed = 15;
-  CAPTURE(seed);
-  const attention::Shape shape{1, 2, 33, 17, 24};
-  const Distribution d;
-  for (numerics::Format f : {numerics::Format::bf16, numerics::Format::fp16,
-                             numerics::Format::fp8_e4m3, numerics::Format::fp32}) {
-    CAPTURE(numerics::format_name(f));
-    const auto in = experiment::make_inputs(shape, d, seed, f);
-    int changed = 0;
-    for (int h = 0; h < 2; ++h)
-      for (int r = 0; r < 17; ++r)
-        for (int c = 0; c < 24; ++c) {
-          const double raw = experiment::sample(d, seed, TensorId::k, 0, h, r, c);
-          const double got = in.k.at(0, h, r, c);
-          CHECK(got == numerics::round_to(f, raw));
-          CHECK(numerics::representable(f, got));
-          changed += got != raw;
-        }
-    CHECK(changed > 0);  // the rounding was really applied (a double sample is never exactly bf16)
-    CHECK(in.q.rows == 33);
-    CHECK(in.v.rows == 17);
-  }
-
-  // fp8-e4m3 saturates at 448 rather than producing NaN (outliers of std 1000 overflow often).
-  const Distribution wild = parse_ok("outlier(std=1000,p=0.5)");
-  const auto in =
-      experiment::make_inputs({1, 1, 64, 64, 16}, wild, seed, numerics::Format::fp8_e4m3);
-  int saturated = 0;
-  for (double x : in.q.data) {
-    REQUIRE(std::isfinite(x));
-    CHECK(std::fabs(x) <= 448.0);
-    saturated += std::fabs(x) == 448.0;
-  }
-  CHECK(saturated > 0);
-}
-
-TEST_CASE("make_inputs rejects impossible shapes", "[inputs]") {
-  const Distribution d;
-  CHECK_THROWS_AS(experiment::make_inputs({1, 1, 0, 4, 4}, d, 0, numerics::Format::fp32),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(experiment::make_inputs({1, 1, 4, 4, 0}, d, 0, numerics::Format::fp32),
-                  std::invalid_argument);
-  CHECK_THROWS_AS(experiment::make_inputs({-1, 1, 4, 4, 4}, d, 0, numerics::Format::fp32),
-                  std::invalid_argument);
-}
 
 TEST_CASE("parse_distribution accepts the documented forms and round-trips describe()",
           "[inputs][parse]") {
@@ -274,6 +56,12 @@ TEST_CASE("parse_distribution accepts the documented forms and round-trips descr
     CHECK((a.a == b.a && a.b == b.b && a.outlier_std == b.outlier_std &&
            a.outlier_prob == b.outlier_prob && a.kind == b.kind));
   }
+}
+
+TEST_CASE("parse_distribution gives the outlier form FA-3's defaults", "[inputs][parse]") {
+  const Distribution d = parse_ok("outlier");
+  CHECK(d.outlier_std == 10.0);
+  CHECK(d.outlier_prob == 0.001);
 }
 
 TEST_CASE("parse_distribution explains what is wrong", "[inputs][parse]") {

@@ -17,7 +17,7 @@
 
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/tools/checks.hpp"
+#include "cuda_check/checks.hpp"
 
 namespace {
 
@@ -30,8 +30,8 @@ int run_sweep(int points, std::uint64_t seed) {
   std::printf("%-4s %-6s %-8s %s\n", "#", "result", "elements", "case");
   int compared = 0, failed = 0;
   int index = 0;
-  for (const auto& c : cuda::tools::faithful_cases(seed, points)) {
-    const attention::Inputs in = cuda::tools::random_inputs(c.shape, c.seed, c.policy.input);
+  for (const auto& c : cuda_check::faithful_cases(seed, points)) {
+    const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, c.policy.input);
     const attention::Output cpu = attention::run(c.algorithm, c.policy, in, c.options);
     const cuda::CudaRunResult gpu =
         cuda::run_cuda(*cuda::kernel_for(c.algorithm), c.policy, in, c.options);
@@ -41,7 +41,7 @@ int run_sweep(int points, std::uint64_t seed) {
       ++failed;
       continue;
     }
-    const auto cmp = cuda::tools::compare_bits(cpu.o.data, gpu.output.o.data);
+    const auto cmp = cuda_check::compare_bits(cpu.o.data, gpu.output.o.data);
     const bool ok = cmp.compared > 0 && cmp.mismatches == 0;
     ++compared;
     failed += ok ? 0 : 1;
@@ -61,7 +61,7 @@ int run_sweep(int points, std::uint64_t seed) {
     for (const attention::Shape& shape : shapes) {
       const bool causal = s % 2 == 1;
       const int br = s % 3 == 0 ? 64 : 128;
-      const auto r = cuda::tools::check_tc(f, shape, causal, br, 64, seed + 100 + s);
+      const auto r = cuda_check::check_tc(f, shape, causal, br, 64, seed + 100 + s);
       ++s;
       if (!r.compared) {
         std::printf("%-6s %-12s %-12s %-12s %s  [%s]\n", "FAIL", "-", "-", "-", r.name.c_str(),
@@ -84,8 +84,8 @@ int run_throughput(int batch, int heads, int n, int d, int repeats) {
   const cuda::DeviceInfo dev = cuda::device_info();
   std::printf("device: %s\n", dev.describe().c_str());
   // The check first, on a smaller problem of the same head dim and tile.
-  const auto check = cuda::tools::check_tc(numerics::Format::bf16, {1, 2, 1024, 1024, d},
-                                           /*causal=*/false, 128, 64, 7);
+  const auto check = cuda_check::check_tc(numerics::Format::bf16, {1, 2, 1024, 1024, d},
+                                          /*causal=*/false, 128, 64, 7);
   if (!check.compared || !check.pass) {
     std::printf("flash2-tc bf16 failed its check (%s): not timed\n", check.status.c_str());
     return 1;
@@ -94,7 +94,7 @@ int run_throughput(int batch, int heads, int n, int d, int repeats) {
   timing.enabled = true;
   timing.repeats = repeats;
   attention::Shape shape{batch, heads, n, n, d};
-  const attention::Inputs in = cuda::tools::random_inputs(shape, 11, numerics::Format::bf16);
+  const attention::Inputs in = cuda_check::random_inputs(shape, 11, numerics::Format::bf16);
   attention::Options opt;
   opt.block_r = 128;
   opt.block_c = 64;

@@ -3,14 +3,14 @@
 // any element of any tensor can be generated alone, in any order, on any thread or machine.
 //
 // Written from the published description; checked against Random123's known-answer vectors in
-// test/experiment/test_inputs.cpp. constexpr and free of library calls so that a device port can
+// test/inputs/test_random_inputs.cpp. constexpr and free of library calls so that a device port can
 // include it unchanged.
 #pragma once
 
 #include <array>
 #include <cstdint>
 
-namespace attndev::experiment {
+namespace attndev::inputs {
 
 using PhiloxCounter = std::array<std::uint32_t, 4>;
 using PhiloxKey = std::array<std::uint32_t, 2>;
@@ -41,4 +41,4 @@ constexpr PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
   return counter;
 }
 
-}  // namespace attndev::experiment
+}  // namespace attndev::inputs

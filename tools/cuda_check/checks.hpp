@@ -1,5 +1,6 @@
-// The acceptance checks of the CUDA backend, shared by the GPU test (test/cuda/gpu_kernels.cpp)
-// and scripts/gpu-check.sh (through attndev_cuda_check):
+// The acceptance checks of the CUDA backend, shared by the GPU test (test/cuda/gpu_kernels.cpp),
+// the host test of the kernels' row functions (test/cuda/test_faithful_host.cpp) and
+// scripts/gpu-check.sh (through attndev_cuda_check):
 //   * faithful flash1/flash2 == attention::run on the CPU, bit for bit, on random points;
 //   * flash2-tc: max|tc - golden| <= 2 * max|baseline(same format) - golden| + floor, with the
 //     floor derived from the output format (flash-attention's rule, STYLE.md #8).
@@ -14,10 +15,29 @@
 
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
-#include "cuda/tools/random_inputs.hpp"
+#include "inputs/random_inputs.hpp"
 #include "numerics/policy.hpp"
 
-namespace attndev::cuda::tools {
+namespace attndev::cuda_check {
+
+using cuda::CudaRunResult;
+using cuda::Kernel;
+using cuda::run_cuda;
+using cuda::RunStatus;
+
+// splitmix64: picks the parameters of a case from (seed, case, salt).
+inline std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Q, K, V ~ N(0, 1) from the project's one generator (lib/inputs), rounded to `format`.
+inline attention::Inputs random_inputs(const attention::Shape& shape, std::uint64_t seed,
+                                       numerics::Format format) {
+  return inputs::make_inputs(shape, inputs::Distribution::normal(0.0, 1.0), seed, format);
+}
 
 struct FaithfulCase {
   std::string name;  // describes itself, for logs and failure dumps
@@ -168,4 +188,4 @@ inline TcCheck check_tc(numerics::Format format, const attention::Shape& shape, 
   return r;
 }
 
-}  // namespace attndev::cuda::tools
+}  // namespace attndev::cuda_check

@@ -1,0 +1,51 @@
+// Reproducible attention inputs from a counter-based RNG: the one generator of the project (the
+// experiment runner, `attndev point` and `bench`, the CUDA checks and the tests all call it).
+//
+// The value at (seed, tensor, b, h, row, col) is a pure function of those six numbers (Philox),
+// so it never depends on threads, tiling, shards or the order points are run in. Parsing a
+// distribution from config text is config-facing and lives in lib/experiment (parse_distribution).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "attention/attention.hpp"
+#include "numerics/format.hpp"
+
+namespace attndev::inputs {
+
+struct Distribution {
+  enum class Kind : unsigned char { normal, uniform, outlier };
+  Kind kind = Kind::normal;
+  double a = 0.0;  // normal: mean; uniform: lo
+  double b = 1.0;  // normal: std;  uniform: hi
+  // outlier (FA-3 Table 3): N(0,1) + N(0, outlier_std^2) * Bernoulli(outlier_prob)
+  double outlier_std = 10.0;
+  double outlier_prob = 0.001;
+
+  std::string describe() const;  // e.g. "normal(0,1)", "uniform(-1,1)", "outlier(std=10,p=0.001)"
+  friend bool operator==(const Distribution&, const Distribution&) = default;
+
+  static Distribution normal(double mean, double std) { return {Kind::normal, mean, std}; }
+  static Distribution uniform(double lo, double hi) { return {Kind::uniform, lo, hi}; }
+};
+
+enum class TensorId : std::uint32_t { q = 0, k = 1, v = 2 };
+
+// One sample of the distribution at a coordinate, before rounding. Throws std::invalid_argument
+// for a negative coordinate or b >= 2^24.
+double sample(const Distribution& dist, std::uint64_t seed, TensorId tensor, int b, int h, int row,
+              int col);
+
+// One (batch, heads, rows, cols) tensor of the stream `tensor`, each element sampled then rounded
+// once to `format` (fp8 formats saturate, as FA-3's casts do). Throws std::invalid_argument for a
+// dimension < 1.
+attention::Tensor make_tensor(int batch, int heads, int rows, int cols, const Distribution& dist,
+                              std::uint64_t seed, TensorId tensor, numerics::Format format);
+
+// Q, K, V of the shape (make_tensor of the q, k and v streams). The golden and every variant see
+// these same rounded values.
+attention::Inputs make_inputs(const attention::Shape& shape, const Distribution& dist,
+                              std::uint64_t seed, numerics::Format input_format);
+
+}  // namespace attndev::inputs
