@@ -21,21 +21,26 @@ bool all_stages(const numerics::PrecisionPolicy& policy, Format f) {
 bool float_storage(Format f) {
   return f == Format::fp32 || f == Format::tf32 || f == Format::bf16 || f == Format::fp16;
 }
+bool float_stats_format(Format f) {
+  return float_storage(f);
+}
 
 }  // namespace
 
 namespace detail {
 
-// Fast paths are exact replicas of the generic path only where float (or double) arithmetic *is*
-// the policy's arithmetic: every stage that does arithmetic (score_accum, stats, out_accum) must
-// be fp32 (resp. fp64), because computing a narrower format's + or * in float and rounding
-// afterwards is not single rounding in general (fma, wide operands). Storage-only stages (input,
-// score, prob, output) may be any format whose rounding from float is one bit operation.
+// Fast paths are exact replicas of the generic path where every operation has a float (or
+// double) implementation with the same bits: score_accum and out_accum, the dot-product
+// accumulators of the SIMD kernels, must be fp32 (resp. fp64); the stats stage may be fp32 or a
+// narrower float format (bf16/fp16/tf32), whose operations the fast path computes exactly and
+// rounds once (numerics/static_arith.hpp), never as a float operation rounded afterwards (a
+// double rounding). Storage-only stages (input, score, prob, output) may be any format whose
+// rounding from float is one bit operation.
 FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (is_fp8_algorithm(algorithm)) return FastKind::none;  // generic only (fp8_attention.hpp)
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
-  if (policy.score_accum == Format::fp32 && policy.stats == Format::fp32 &&
-      policy.out_accum == Format::fp32 && float_storage(policy.input) &&
+  if (policy.score_accum == Format::fp32 && policy.out_accum == Format::fp32 &&
+      float_stats_format(policy.stats) && float_storage(policy.input) &&
       float_storage(policy.score) && float_storage(policy.prob) && float_storage(policy.output))
     return FastKind::f32;
   return FastKind::none;

@@ -161,8 +161,8 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
 // The FP64 golden: `baseline` under the fp64 policy (same code, not a second formula).
 Output golden(const Inputs& inputs, const Options& options);
 
-// Name of the implementation run() would use: "generic", "fast-f32" (every arithmetic stage
-// fp32, storage stages fp32/tf32/bf16/fp16) or "fast-f64" (every stage fp64). One function
+// Name of the implementation run() would use: "generic", "fast-f32" (fp32 accumulators, stats
+// fp32/tf32/bf16/fp16, storage stages fp32/tf32/bf16/fp16) or "fast-f64" (every stage fp64). One function
 // decides both this answer and the dispatch, so they cannot disagree (STYLE.md #5).
 const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                         const Options& options);

@@ -25,9 +25,8 @@ namespace {
 // one row of S are contiguous and a row of S is one array over j.
 constexpr int kBaselinePackColumns = 64;
 
-template <class T, bool kFused>
+template <class A, bool kFused, class T = typename A::Value>
 void flash2_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
-  using A = NativeArith<T, kFused>;
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   std::vector<rows::OnlineSoftmax<A>> softmax(rows);
   std::vector<int> count(rows);
@@ -42,9 +41,8 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
 
 // FA-1: O, m and l are stored between K/V blocks (HbmState), O rounded to the output format on
 // floats; its O rows are padded like V's (the padding lanes stay 0 and are never read back).
-template <class T, bool kFused>
+template <class A, bool kFused, class T = typename A::Value>
 void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
-  using A = NativeArith<T, kFused>;
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   std::vector<rows::BlockMergeSoftmax<A>> softmax(rows);
   std::vector<int> count(rows);
@@ -58,9 +56,8 @@ void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
                     rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }
 
-template <class T, bool kFused>
+template <class A, bool kFused, class T = typename A::Value>
 void baseline_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
-  using A = NativeArith<T, kFused>;
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   const int ld_s = pk.blocks * pk.padded;
   std::vector<rows::RowSoftmax<A>> softmax(rows);
@@ -74,29 +71,31 @@ void baseline_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Ou
                       rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }
 
-template <class T>
+template <class T, numerics::Format kStats>
 void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
   const bool baseline = algorithm == Algorithm::baseline;
   const Packed<T> pk = pack_inputs<T>(p, baseline ? kBaselinePackColumns : p.block_c);
   const int rows = baseline ? kBaselineRowBlock : p.block_r;
   const std::size_t items = row_block_count(p.shape, rows);
+  using Fused = NativeArith<T, true, kStats>;
+  using Unfused = NativeArith<T, false, kStats>;
   parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const RowBlock rb = row_block(p.shape, rows, item);
     if (baseline) {
       if (p.policy.fma)
-        baseline_item<T, true>(p, pk, rb, out);
+        baseline_item<Fused, true>(p, pk, rb, out);
       else
-        baseline_item<T, false>(p, pk, rb, out);
+        baseline_item<Unfused, false>(p, pk, rb, out);
     } else if (algorithm == Algorithm::flash1) {
       if (p.policy.fma)
-        flash1_item<T, true>(p, pk, rb, out);
+        flash1_item<Fused, true>(p, pk, rb, out);
       else
-        flash1_item<T, false>(p, pk, rb, out);
+        flash1_item<Unfused, false>(p, pk, rb, out);
     } else {
       if (p.policy.fma)
-        flash2_item<T, true>(p, pk, rb, out);
+        flash2_item<Fused, true>(p, pk, rb, out);
       else
-        flash2_item<T, false>(p, pk, rb, out);
+        flash2_item<Unfused, false>(p, pk, rb, out);
     }
   });
 }
@@ -107,10 +106,23 @@ void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out)
   if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash1 &&
       algorithm != Algorithm::flash2)
     throw std::logic_error("run_fast: no fast path for this algorithm (see fast_kind)");
-  if (kind == FastKind::f32) {
-    run_fast_t<float>(algorithm, p, out);
-  } else {
-    run_fast_t<double>(algorithm, p, out);
+  if (kind == FastKind::f64) {
+    run_fast_t<double, numerics::Format::fp64>(algorithm, p, out);
+    return;
+  }
+  // One instantiation per stats format (STYLE.md #5: the one place a runtime choice becomes a
+  // template parameter); fast_kind() admitted only these.
+  switch (p.policy.stats) {
+    case numerics::Format::fp32:
+      return run_fast_t<float, numerics::Format::fp32>(algorithm, p, out);
+    case numerics::Format::bf16:
+      return run_fast_t<float, numerics::Format::bf16>(algorithm, p, out);
+    case numerics::Format::fp16:
+      return run_fast_t<float, numerics::Format::fp16>(algorithm, p, out);
+    case numerics::Format::tf32:
+      return run_fast_t<float, numerics::Format::tf32>(algorithm, p, out);
+    default:
+      throw std::logic_error("run_fast: stats format without a fast path (see fast_kind)");
   }
 }
 

@@ -28,6 +28,7 @@
 #include "numerics/format.hpp"
 #include "numerics/math.hpp"
 #include "numerics/round.hpp"
+#include "numerics/static_arith.hpp"
 
 namespace attndev::attention::detail {
 
@@ -312,58 +313,126 @@ Packed<T> pack_inputs(const Problem& p, int block) {
   return pk;
 }
 
-// The fast path's arithmetic model (rows/arith.hpp): each operation one IEEE operation in T.
-// Valid only where fast_kind() says so: every arithmetic stage (score_accum, stats, out_accum)
-// is T's own format, so an op rounded to it is the op in T; the storage stages (input, score,
-// prob, output) are formats a float rounds to with numerics' bit operations.
-template <class T, bool kFused>
+// A float rounded to F with numerics' bit operations (the identity for fp32).
+template <numerics::Format F>
+inline float round_float(float x) {
+  if constexpr (F == numerics::Format::bf16) {
+    return numerics::round_to_bf16(x);
+  } else if constexpr (F == numerics::Format::fp16) {
+    return numerics::round_to_fp16(x);
+  } else if constexpr (F == numerics::Format::tf32) {
+    return numerics::round_to_tf32(x);
+  } else {
+    static_assert(F == numerics::Format::fp32);
+    return x;
+  }
+}
+
+// The fast path's arithmetic model (rows/arith.hpp). Valid only where fast_kind() says so:
+//   score_accum, out_accum  T's own format: an operation rounded to it is one IEEE operation in T
+//   stats                   T's own format, or (T = float) kStats = bf16/fp16/tf32: an operation
+//                           is then numerics::fixed's exact-then-rounded one, the generic path's
+//                           double sequence without branches (a float op rounded afterwards
+//                           would be a double rounding); exp/exp2 are the float functions
+//                           rounded once, exactly as exp_in/exp2_in define them
+//   input, score, prob,     formats a float rounds to with numerics' bit operations
+//   output (storage)
+template <class T, bool kFused,
+          numerics::Format kStats =
+              std::is_same_v<T, float> ? numerics::Format::fp32 : numerics::Format::fp64>
 struct NativeArith {
   using Value = T;
   numerics::PrecisionPolicy policy;
+  static constexpr bool kNarrowStats = numerics::fixed::kSupported<kStats>;
+  static_assert(kNarrowStats || kStats == numerics::Format::fp32 ||
+                kStats == numerics::Format::fp64);
+  static_assert(!kNarrowStats || std::is_same_v<T, float>);
 
-  T add(rows::Stage, T x, T y) const { return x + y; }
-  T sub(rows::Stage, T x, T y) const { return x - y; }
-  T mul(rows::Stage, T x, T y) const { return x * y; }
-  T div(rows::Stage, T x, T y) const { return x / y; }
-  T mac(rows::Stage, T acc, T x, T y) const {
+  T add(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::add_in<kStats>(x, y));
+    }
+    return x + y;
+  }
+  T sub(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::sub_in<kStats>(x, y));
+    }
+    return x - y;
+  }
+  T mul(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::mul_in<kStats>(x, y));
+    }
+    return x * y;
+  }
+  T div(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::div_in<kStats>(x, y));
+    }
+    return x / y;
+  }
+  T mac(rows::Stage s, T acc, T x, T y) const {
     if constexpr (kFused) {
+      if constexpr (kNarrowStats) {
+        if (s == rows::Stage::stats)
+          return static_cast<T>(numerics::fixed::fma_in<kStats>(x, y, acc));
+      }
       return std::fma(x, y, acc);
     } else {
-      return acc + x * y;
+      return add(s, acc, mul(s, x, y));
     }
   }
-  T mul_sub(rows::Stage, T x, T y, T z) const {
+  T mul_sub(rows::Stage s, T x, T y, T z) const {
     if constexpr (kFused) {
+      if constexpr (kNarrowStats) {
+        if (s == rows::Stage::stats)
+          return static_cast<T>(numerics::fixed::fma_in<kStats>(x, y, -z));
+      }
       return std::fma(x, y, -z);
     } else {
-      return x * y - z;
+      return sub(s, mul(s, x, y), z);
     }
   }
-  T exp(rows::Stage, T x) const {
+  T exp(rows::Stage s, T x) const {
     if constexpr (std::is_same_v<T, float>) {
-      return numerics::exp_f32(x);
+      const float e = numerics::exp_f32(x);
+      if constexpr (kNarrowStats) {
+        if (s == rows::Stage::stats) return round_float<kStats>(e);
+      }
+      return e;
     } else {
       return numerics::exp_f64(x);
     }
   }
-  T exp2(rows::Stage, T x) const {
+  T exp2(rows::Stage s, T x) const {
     if constexpr (std::is_same_v<T, float>) {
-      return numerics::exp2_f32(x);
+      const float e = numerics::exp2_f32(x);
+      if constexpr (kNarrowStats) {
+        if (s == rows::Stage::stats) return round_float<kStats>(e);
+      }
+      return e;
     } else {
       return numerics::exp2_f64(x);
     }
   }
-  // The arithmetic stages are T itself: rounding to them changes nothing.
   static constexpr bool is_storage(rows::Stage s) {
     return s == rows::Stage::input || s == rows::Stage::score || s == rows::Stage::prob ||
            s == rows::Stage::output;
   }
   T round(rows::Stage s, T x) const {
     if (is_storage(s)) round_in_place<T>(policy[s], &x, 1);
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) x = round_float<kStats>(x);
+    }
     return x;
   }
   void round_all(rows::Stage s, T* x, int n) const {
     if (is_storage(s)) round_in_place<T>(policy[s], x, n);
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats)
+        for (int i = 0; i < n; ++i) x[i] = round_float<kStats>(x[i]);
+    }
   }
   static constexpr rows::Reduction row_sum() { return {rows::Stage::stats, rows::Stage::stats}; }
 };

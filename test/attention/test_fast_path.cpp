@@ -19,8 +19,8 @@ struct NamedPolicy {
 
 std::vector<NamedPolicy> fast_policies() {
   std::vector<NamedPolicy> out;
-  for (const char* n :
-       {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16", "fp32", "fp64"})
+  for (const char* n : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16",
+                        "working-bf16", "working-fp16", "fp32", "fp64"})
     out.push_back({n, preset(n)});
   nx::PrecisionPolicy p = preset("kernel-bf16");
   p.fma = false;
@@ -33,6 +33,21 @@ std::vector<NamedPolicy> fast_policies() {
   p.prob = nx::Format::bf16;
   p.output = nx::Format::fp32;
   out.push_back({"kernel-fp16+score=tf32+prob=bf16+output=fp32", p});
+  // Narrow statistics: every stats operation exact-then-rounded (numerics/static_arith.hpp).
+  p = preset("working-bf16");
+  p.fma = false;
+  out.push_back({"working-bf16+fma=false", p});
+  p = preset("kernel-fp16");
+  p.stats = nx::Format::tf32;
+  out.push_back({"kernel-fp16+stats=tf32", p});
+  p = preset("kernel-bf16");
+  p.stats = nx::Format::fp16;  // statistics far narrower in range than the scores
+  p.score = nx::Format::fp32;
+  out.push_back({"kernel-bf16+stats=fp16+score=fp32", p});
+  p = preset("working-fp16");
+  p.score = nx::Format::fp32;  // fp32 operands in fp16 arithmetic: the sticky term decides ties
+  p.prob = nx::Format::fp32;
+  out.push_back({"working-fp16+score=fp32+prob=fp32", p});
   return out;
 }
 
@@ -46,7 +61,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
   };
   std::size_t compared = 0;
   const std::vector<NamedPolicy> policies = fast_policies();
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 120; ++trial) {
     const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
     Shape s;
     s.batch = pick({1, 2});
@@ -76,7 +91,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
     }
   }
   INFO("compared " << compared);
-  CHECK(compared >= 60);  // the fast paths were exercised, not skipped
+  CHECK(compared >= 120);  // the fast paths were exercised, not skipped
 }
 
 TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
@@ -88,9 +103,15 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
   CHECK(std::string(kernel_path(Algorithm::flash1, preset("kernel-bf16"), Options{})) ==
         "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::flash1, preset("fp64"), Options{})) == "fast-f64");
-  // Arithmetic in bf16 is not float arithmetic rounded afterwards: generic path.
+  // bf16 statistics: exact-then-rounded operations on the float path.
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("working-bf16"), Options{})) ==
-        "generic");
+        "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::flash1, preset("working-fp16"), Options{})) ==
+        "fast-f32");
+  // A bf16 dot-product accumulator has no SIMD kernel: generic path.
+  nx::PrecisionPolicy narrow_accum = preset("kernel-bf16");
+  narrow_accum.score_accum = nx::Format::bf16;
+  CHECK(std::string(kernel_path(Algorithm::flash2, narrow_accum, Options{})) == "generic");
   Options generic;
   generic.path = Options::Path::generic;
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), generic)) == "generic");
