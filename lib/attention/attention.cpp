@@ -17,12 +17,14 @@ bool all_stages(const numerics::PrecisionPolicy& policy, Format f) {
   return true;
 }
 
-// Formats the float path can hold exactly and round to with float bit operations.
+// Formats the float path can hold exactly and round to with float bit operations
+// (FloatRounder in kernels.hpp).
 bool float_storage(Format f) {
-  return f == Format::fp32 || f == Format::tf32 || f == Format::bf16 || f == Format::fp16;
+  return f != Format::fp64;
 }
+// Formats whose arithmetic numerics::fixed implements for the stats stage.
 bool float_stats_format(Format f) {
-  return float_storage(f);
+  return f == Format::fp32 || f == Format::tf32 || f == Format::bf16 || f == Format::fp16;
 }
 
 }  // namespace
@@ -34,8 +36,8 @@ namespace detail {
 // accumulators of the SIMD kernels, must be fp32 (resp. fp64); the stats stage may be fp32 or a
 // narrower float format (bf16/fp16/tf32), whose operations the fast path computes exactly and
 // rounds once (numerics/static_arith.hpp), never as a float operation rounded afterwards (a
-// double rounding). Storage-only stages (input, score, prob, output) may be any format whose
-// rounding from float is one bit operation.
+// double rounding). Storage-only stages (input, score, prob, output) may be any format up to
+// fp32, fp8 included: rounding a float to it is a few bit operations.
 FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (is_fp8_algorithm(algorithm)) return FastKind::none;  // generic only (fp8_attention.hpp)
   if (all_stages(policy, Format::fp64)) return FastKind::f64;

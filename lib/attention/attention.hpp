@@ -162,8 +162,8 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
 Output golden(const Inputs& inputs, const Options& options);
 
 // Name of the implementation run() would use: "generic", "fast-f32" (fp32 accumulators, stats
-// fp32/tf32/bf16/fp16, storage stages fp32/tf32/bf16/fp16) or "fast-f64" (every stage fp64). One function
-// decides both this answer and the dispatch, so they cannot disagree (STYLE.md #5).
+// fp32/tf32/bf16/fp16, storage stages any format up to fp32) or "fast-f64" (every stage fp64). One
+// function decides both this answer and the dispatch, so they cannot disagree (STYLE.md #5).
 const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                         const Options& options);
 

@@ -1,9 +1,11 @@
 // The fast (SIMD) paths must be bit-identical to the generic path through numerics' *_in
 // functions, on many random shapes, tiles and policies (including fma off and custom storage
 // formats). A case where the fast path is not taken compares nothing and is counted apart.
+#include <cstring>
 #include <random>
 #include <string>
 
+#include "attention/kernels.hpp"
 #include "helpers.hpp"
 
 using namespace attndev::attention;
@@ -20,7 +22,7 @@ struct NamedPolicy {
 std::vector<NamedPolicy> fast_policies() {
   std::vector<NamedPolicy> out;
   for (const char* n : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16",
-                        "working-bf16", "working-fp16", "fp32", "fp64"})
+                        "working-bf16", "working-fp16", "fp32", "fp64", "fp8-e4m3"})
     out.push_back({n, preset(n)});
   nx::PrecisionPolicy p = preset("kernel-bf16");
   p.fma = false;
@@ -48,6 +50,12 @@ std::vector<NamedPolicy> fast_policies() {
   p.score = nx::Format::fp32;  // fp32 operands in fp16 arithmetic: the sticky term decides ties
   p.prob = nx::Format::fp32;
   out.push_back({"working-fp16+score=fp32+prob=fp32", p});
+  // fp8 storage: e5m2 scores (overflow to inf), e4m3 P and output with NaN on overflow.
+  p = preset("fp8-e4m3");
+  p.score = nx::Format::fp8_e5m2;
+  p.output = nx::Format::fp8_e4m3;
+  p.fp8_overflow = nx::Overflow::to_nan;
+  out.push_back({"fp8-e4m3+score=e5m2+output=e4m3+overflow=nan", p});
   return out;
 }
 
@@ -115,4 +123,41 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
   Options generic;
   generic.path = Options::Path::generic;
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), generic)) == "generic");
+}
+
+// FloatRounder (the fast path's branch-free rounding with the format as data) against
+// numerics::round_to on random bit patterns (every float class: subnormals, inf, NaN) and on
+// the boundaries of each format, for every format and overflow rule.
+TEST_CASE("the fast path's float rounder equals round_to for every format", "[attention][fast]") {
+  std::mt19937_64 rng(0x5eedf10a7);
+  std::vector<float> xs;
+  for (int i = 0; i < 200000; ++i)
+    xs.push_back(nx::float_from_bits(static_cast<std::uint32_t>(rng())));
+  for (nx::Format f : nx::kAllFormats) {
+    const nx::FormatTraits t = nx::traits(f);
+    for (double base : {t.max_finite, t.min_normal(), t.min_subnormal(), 1.0})
+      for (double k = -4; k <= 4; ++k) {
+        xs.push_back(static_cast<float>(base + k * base * t.epsilon() / 4));
+        xs.push_back(static_cast<float>(base + k * t.min_subnormal() / 2));
+      }
+  }
+  const std::size_t n = xs.size();
+  for (std::size_t i = 0; i < n; ++i) xs.push_back(-xs[i]);
+  for (nx::Format f : nx::kAllFormats) {
+    if (f == nx::Format::fp64) continue;
+    for (nx::Overflow o : {nx::Overflow::to_inf, nx::Overflow::to_nan, nx::Overflow::saturate}) {
+      const detail::FloatRounder r(f, o);
+      std::size_t mismatches = 0;
+      float first = 0;
+      for (float x : xs) {
+        const float got = r(x);
+        const float want = static_cast<float>(nx::round_to(f, static_cast<double>(x), o));
+        const bool same = nx::bits_of(got) == nx::bits_of(want) || (got != got && want != want);
+        if (!same && mismatches++ == 0) first = x;
+      }
+      INFO(nx::format_name(f) << " overflow " << static_cast<int>(o) << " first mismatch at "
+                              << first);
+      CHECK(mismatches == 0);
+    }
+  }
 }
