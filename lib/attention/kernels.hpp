@@ -491,6 +491,33 @@ struct NativeArith {
     }
   }
   static constexpr rows::Reduction row_sum() { return {rows::Stage::stats, rows::Stage::stats}; }
+
+  // rows::sum_into, the same bits: a running sum in bf16/fp16 statistics is a chain of dependent
+  // additions, and the exact add (TwoSum and a tie check in double) is long on that chain. When
+  // both operands are values of F, fl32(a + b) rounded to F *is* RN_F(a + b): double rounding is
+  // innocuous for + when the intermediate has p >= 2q + 2 bits (24 >= 2 * 11 + 2 for fp16, and
+  // bf16's q = 8), and it was checked exhaustively over every pair of finite bf16 and of finite
+  // fp16 values (docs/numerics.md). The running sum is in F after its first addition; an operand
+  // that is not a value of F (NaN included) takes the exact path.
+  T sum_into(rows::Reduction r, T sum, const T* x, int n) const {
+    if constexpr (kStats == numerics::Format::bf16 || kStats == numerics::Format::fp16) {
+      if (r.accumulate == rows::Stage::stats) {
+        int j = 0;
+        if (n > 0 && !(round_float<kStats>(sum) == sum)) {
+          sum = add(r.accumulate, sum, x[0]);
+          j = 1;
+        }
+        for (; j < n; ++j) {
+          const T xj = x[j];
+          sum = round_float<kStats>(xj) == xj ? round_float<kStats>(sum + xj)
+                                              : add(r.accumulate, sum, xj);
+        }
+        return round(r.stored, sum);
+      }
+    }
+    for (int j = 0; j < n; ++j) sum = add(r.accumulate, sum, x[j]);
+    return round(r.stored, sum);
+  }
 };
 
 // The SIMD QK^T and PV of the fast path over the packed inputs of one (batch, head), with the

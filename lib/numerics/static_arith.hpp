@@ -69,13 +69,16 @@ inline double round_to(double hi, double lo) {
   e = e < t.min_exponent ? t.min_exponent : e;
   const double half_quantum = detail::pow2_normal(e - t.fraction_bits - 1);
   const double err = a - r;
-  const bool lo_points_away_from_r = (lo > 0) == (hi > 0) ? err > 0 : err < 0;
-  const bool tie_to_undo = r != a && std::fabs(err) == half_quantum && lo_points_away_from_r;
+  // Bitwise & and | on bools, not && / ||: short-circuits are branches, and a branch stops the
+  // loop that calls this from vectorizing.
+  const bool same_side = (lo > 0) == (hi > 0);
+  const bool lo_points_away_from_r = (same_side & (err > 0)) | (!same_side & (err < 0));
+  const bool tie_to_undo = (r != a) & (std::fabs(err) == half_quantum) & lo_points_away_from_r;
   r = tie_to_undo ? r + 2.0 * err : r;
   r = r > t.max_finite ? INFINITY : r;
   r = std::copysign(r, hi);
   // lo == 0, or hi non-finite: the plain rounding of hi (arith.hpp's first branch).
-  const bool plain = lo == 0.0 || !(a <= 1.7976931348623157e308);
+  const bool plain = (lo == 0.0) | !(a <= 1.7976931348623157e308);
   return plain ? round_to<F>(hi) : r;
 }
 
@@ -105,7 +108,7 @@ inline double div_in(double a, double b) {
   const double sticky = (b > 0) == (remainder > 0) ? 1e-300 : -1e-300;
   const double r = round_to<F>(q, remainder == 0.0 ? 0.0 : sticky);
   // A non-finite or zero quotient is rounded as it is (its remainder is meaningless).
-  return !(std::fabs(q) <= 1.7976931348623157e308) || q == 0.0 ? round_to<F>(q) : r;
+  return !(std::fabs(q) <= 1.7976931348623157e308) | (q == 0.0) ? round_to<F>(q) : r;
 }
 
 template <Format F>

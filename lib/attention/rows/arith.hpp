@@ -83,11 +83,17 @@ struct PolicyArith {
 
 // sum + x[0] + x[1] + ... + x[n-1] in this order, one rounding per addition in r.accumulate,
 // the result rounded to r.stored. Every softmax row sum goes through here.
+// A model may provide its own a.sum_into with the same result (the SIMD path's shortcut for
+// narrow formats, attention/kernels.hpp).
 template <class A>
 ATTNDEV_HD inline typename A::Value sum_into(const A& a, Reduction r, typename A::Value sum,
                                              const typename A::Value* x, int n) {
-  for (int j = 0; j < n; ++j) sum = a.add(r.accumulate, sum, x[j]);
-  return a.round(r.stored, sum);
+  if constexpr (requires { a.sum_into(r, sum, x, n); }) {
+    return a.sum_into(r, sum, x, n);
+  } else {
+    for (int j = 0; j < n; ++j) sum = a.add(r.accumulate, sum, x[j]);
+    return a.round(r.stored, sum);
+  }
 }
 
 }  // namespace attndev::attention::rows
