@@ -391,6 +391,9 @@ struct NativeArith {
   numerics::PrecisionPolicy policy;
   FloatRounder rounder[numerics::kAllStages.size()];  // (T = float) each stage's rounding
 
+  // [[gnu::flatten]] on the operations: everything they call (exp_f32, numerics::fixed) is
+  // inlined into them, so the row functions' per-element loops see no call and vectorize; GCC's
+  // inliner otherwise stops at the size of the exact-rounding sequences.
   explicit NativeArith(const numerics::PrecisionPolicy& p) : policy(p) {
     for (numerics::Stage s : numerics::kAllStages)
       rounder[static_cast<int>(s)] = FloatRounder(p, s);
@@ -401,31 +404,31 @@ struct NativeArith {
                 kStats == numerics::Format::fp64);
   static_assert(!kNarrowStats || std::is_same_v<T, float>);
 
-  T add(rows::Stage s, T x, T y) const {
+  [[gnu::flatten]] T add(rows::Stage s, T x, T y) const {
     if constexpr (kNarrowStats) {
       if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::add_in<kStats>(x, y));
     }
     return x + y;
   }
-  T sub(rows::Stage s, T x, T y) const {
+  [[gnu::flatten]] T sub(rows::Stage s, T x, T y) const {
     if constexpr (kNarrowStats) {
       if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::sub_in<kStats>(x, y));
     }
     return x - y;
   }
-  T mul(rows::Stage s, T x, T y) const {
+  [[gnu::flatten]] T mul(rows::Stage s, T x, T y) const {
     if constexpr (kNarrowStats) {
       if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::mul_in<kStats>(x, y));
     }
     return x * y;
   }
-  T div(rows::Stage s, T x, T y) const {
+  [[gnu::flatten]] T div(rows::Stage s, T x, T y) const {
     if constexpr (kNarrowStats) {
       if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::div_in<kStats>(x, y));
     }
     return x / y;
   }
-  T mac(rows::Stage s, T acc, T x, T y) const {
+  [[gnu::flatten]] T mac(rows::Stage s, T acc, T x, T y) const {
     if constexpr (kFused) {
       if constexpr (kNarrowStats) {
         if (s == rows::Stage::stats)
@@ -436,7 +439,7 @@ struct NativeArith {
       return add(s, acc, mul(s, x, y));
     }
   }
-  T mul_sub(rows::Stage s, T x, T y, T z) const {
+  [[gnu::flatten]] T mul_sub(rows::Stage s, T x, T y, T z) const {
     if constexpr (kFused) {
       if constexpr (kNarrowStats) {
         if (s == rows::Stage::stats)
@@ -447,7 +450,7 @@ struct NativeArith {
       return sub(s, mul(s, x, y), z);
     }
   }
-  T exp(rows::Stage s, T x) const {
+  [[gnu::flatten]] T exp(rows::Stage s, T x) const {
     if constexpr (std::is_same_v<T, float>) {
       const float e = numerics::exp_f32(x);
       if constexpr (kNarrowStats) {
@@ -458,7 +461,7 @@ struct NativeArith {
       return numerics::exp_f64(x);
     }
   }
-  T exp2(rows::Stage s, T x) const {
+  [[gnu::flatten]] T exp2(rows::Stage s, T x) const {
     if constexpr (std::is_same_v<T, float>) {
       const float e = numerics::exp2_f32(x);
       if constexpr (kNarrowStats) {
@@ -473,7 +476,7 @@ struct NativeArith {
     return s == rows::Stage::input || s == rows::Stage::score || s == rows::Stage::prob ||
            s == rows::Stage::output;
   }
-  T round(rows::Stage s, T x) const {
+  [[gnu::flatten]] T round(rows::Stage s, T x) const {
     if constexpr (std::is_same_v<T, float>) {
       if (is_storage(s)) return rounder[static_cast<int>(s)](x);
       if constexpr (kNarrowStats) {
