@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/parallel.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -90,8 +91,9 @@ attention::Inputs bench_inputs(const attention::Shape& s, numerics::Format f) {
 }
 
 // Seconds for the two GEMMs of attention (S = Q K^T, then O = S V) over every (batch, head), in
-// Scalar, with the query rows split over `threads` std::threads (Eigen parallelizes only through
-// OpenMP, which this build does not use; splitting rows keeps each GEMM a large Eigen product).
+// Scalar, with the query rows split into `threads` slices run on the thread pool (Eigen
+// parallelizes only through OpenMP, which this build does not use; splitting rows keeps each GEMM
+// a large Eigen product).
 // The FLOP count is 4 * B * H * N_q * N_kv * d, the non-causal attention count.
 template <class Scalar>
 double eigen_gemm_seconds(const attention::Shape& s, int threads) {
@@ -111,10 +113,8 @@ double eigen_gemm_seconds(const attention::Shape& s, int threads) {
     }
   };
   return seconds_of([&] {
-    std::vector<std::thread> pool;
-    for (int t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
+    attention::parallel_for(static_cast<std::size_t>(n_threads), n_threads, /*schedule_seed=*/0,
+                            [&](std::size_t t) { work(static_cast<int>(t)); });
   });
 }
 

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 #include "attention/attention.hpp"
+#include "attention/parallel.hpp"
 #include "attention/problem.hpp"
 #include "attention/rows/mask.hpp"
 #include "numerics/policy.hpp"
@@ -16,11 +16,7 @@ namespace attndev::attention::detail {
 
 using rows::visible_count;
 
-// Runs fn(item) for item in [0, n_items) on `threads` std::threads (0: all hardware threads).
-// Items are taken from a shared counter in order, or in a seeded shuffled order. The first
-// exception thrown by any item is rethrown in the caller after all threads have joined.
-void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
-                  const std::function<void(std::size_t)>& fn);
+using attention::parallel_for;  // the thread pool (parallel.hpp)
 
 // A work item of the forward pass: one block of query rows of one (batch, head).
 struct RowBlock {

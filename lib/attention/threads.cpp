@@ -1,4 +1,4 @@
-// The thread pool of the emulator: std::threads over independent work items.
+// The thread pool of attndev (parallel.hpp): std::threads over independent work items.
 //
 // Invariant that makes results independent of threads and scheduling: every output element (a row
 // of O and its lse) is written by exactly one item, and an item computes its rows in a fixed
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "attention/detail.hpp"
+#include "attention/parallel.hpp"
 
-namespace attndev::attention::detail {
+namespace attndev::attention {
 
 namespace {
 
@@ -69,4 +69,4 @@ void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace attndev::attention::detail
+}  // namespace attndev::attention

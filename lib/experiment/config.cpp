@@ -1,7 +1,6 @@
 #include "experiment/config.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -762,18 +761,6 @@ Config parse_config(std::string_view text, std::span<const std::string> override
   c.effective = root;
   c.hash = stable_hash_hex(root.dump());
   return c;
-}
-
-Config load_config_file(const std::string& path, std::span<const std::string> overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "cannot read the config file (does it exist?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    return parse_config(text.str(), overrides);
-  } catch (const ConfigError& e) {
-    throw ConfigError(path + (e.path().empty() ? "" : ": " + e.path()), e.message());
-  }
 }
 
 }  // namespace attndev::experiment

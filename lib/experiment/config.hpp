@@ -159,7 +159,4 @@ Config parse_config(std::string_view text, std::span<const std::string> override
 // paths ("variants[2]"). Cross-variant checks (names, ratio_to, reference) are parse_config's.
 Variant parse_variant(const nlohmann::json& value, const std::string& path);
 
-// Reads the file first; a missing or unreadable file is a ConfigError with the file as path.
-Config load_config_file(const std::string& path, std::span<const std::string> overrides = {});
-
 }  // namespace attndev::experiment

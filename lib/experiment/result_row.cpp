@@ -28,10 +28,6 @@ const std::vector<std::string>& result_columns() {
   return kColumns;
 }
 
-bool is_timing_column(const std::string& column) {
-  return column == "runtime_ms" || column == "gflops";
-}
-
 double max_rel_floor(numerics::Format output_format, double max_abs_reference) {
   const double floor = numerics::traits(output_format).unit_roundoff() * max_abs_reference;
   return std::isfinite(floor) ? floor : 0.0;
@@ -50,7 +46,7 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
   const nlohmann::json axes = point.axes.to_json();
   for (std::string_view axis : kAxisNames) {
     const auto it = axes.find(std::string(axis));
-    if (it != axes.end()) row[std::string(axis)] = Json::parse(it->dump());
+    if (it != axes.end()) row[std::string(axis)] = Json(*it);
   }
   // A variant with its own tiles ran with them, not with the point's: the row says which.
   if (variant.block_r) row["block_r"] = *variant.block_r;

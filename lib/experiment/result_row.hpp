@@ -20,9 +20,6 @@ namespace attndev::experiment {
 // Every column of results.csv, in order.
 const std::vector<std::string>& result_columns();
 
-// Columns a compare of two result sets ignores: they legitimately differ between runs.
-bool is_timing_column(const std::string& column);
-
 // A variant's output against its reference variant's output (Config::output_reference).
 struct ReferenceComparison {
   std::string reference;          // the reference variant's name
