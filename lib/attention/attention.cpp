@@ -38,8 +38,7 @@ namespace detail {
 // rounds once (numerics/static_arith.hpp), never as a float operation rounded afterwards (a
 // double rounding). Storage-only stages (input, score, prob, output) may be any format up to
 // fp32, fp8 included: rounding a float to it is a few bit operations.
-FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
-  if (is_fp8_algorithm(algorithm)) return FastKind::none;  // generic only (fp8_attention.hpp)
+FastKind fast_kind([[maybe_unused]] Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
   if (policy.score_accum == Format::fp32 && policy.out_accum == Format::fp32 &&
       float_stats_format(policy.stats) && float_storage(policy.input) &&
@@ -147,13 +146,13 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
   out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
-  if (is_fp8_algorithm(algorithm)) {
-    detail::run_fp8(algorithm, p, options.fp8, out);
-    return out;
-  }
   const detail::FastKind kind = options.path == Options::Path::generic
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);
+  if (is_fp8_algorithm(algorithm)) {
+    detail::run_fp8(algorithm, p, options.fp8, kind, out);
+    return out;
+  }
   if (kind == detail::FastKind::none) {
     detail::run_generic(algorithm, p, out);
   } else {

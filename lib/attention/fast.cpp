@@ -8,9 +8,11 @@
 //   R_score, R_prob, R_output                      ->  round_to_bf16/fp16/tf32 on floats (or none)
 // and the SIMD kernels keep the order of every sum, so the results are the same bits as the
 // generic path (test_fast_path.cpp).
+#include <stdexcept>
 #include <vector>
 
 #include "attention/detail.hpp"
+#include "attention/fp8_attention.hpp"
 #include "attention/generic_rows.hpp"
 #include "attention/kernels.hpp"
 #include "attention/rows/baseline.hpp"
@@ -25,17 +27,19 @@ namespace {
 // one row of S are contiguous and a row of S is one array over j.
 constexpr int kBaselinePackColumns = 64;
 
-template <class A, bool kFused, class T = typename A::Value>
-void flash2_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
+template <class A, bool kFused, class Dequant, class T = typename A::Value>
+void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, const RowBlock& rb,
+                 Output& out) {
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   std::vector<rows::OnlineSoftmax<A>> softmax(rows);
   std::vector<int> count(rows);
-  std::vector<T> s(rows * pk.padded);  // (Br, BcP)
-  std::vector<T> acc(rows * pk.ld_v);  // (Br, ld) padded like V's rows
+  std::vector<T> s(rows * pk.padded);                              // (Br, BcP)
+  std::vector<T> acc(rows * pk.ld_v);                              // (Br, ld) padded like V's rows
+  std::vector<T> pv(Dequant::kBlockLocalPv ? rows * pk.ld_v : 0);  // (Br, ld) the block's P V
   const rows::Flash2Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
-                                 acc.data(),     pk.ld_v,      nullptr};
+                                 acc.data(),     pk.ld_v,      pv.data()};
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
-  rows::flash2_rows(A{p.policy}, kernels, rows::NoDequant{}, rows::RegisterState{}, p.row_params(),
+  rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
                     rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }
 
@@ -56,8 +60,9 @@ void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
                     rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }
 
-template <class A, bool kFused, class T = typename A::Value>
-void baseline_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Output& out) {
+template <class A, bool kFused, class Dequant, class T = typename A::Value>
+void baseline_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant,
+                   const RowBlock& rb, Output& out) {
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   const int ld_s = pk.blocks * pk.padded;
   std::vector<rows::RowSoftmax<A>> softmax(rows);
@@ -67,25 +72,29 @@ void baseline_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Ou
   const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(),
                                    ld_s,           acc.data(),   pk.ld_v};
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
-  rows::baseline_rows(A{p.policy}, kernels, rows::NoDequant{}, p.row_params(), rb.row_begin,
-                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+  rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end, work,
+                      o_rows(out, rb), lse_rows(out, rb));
 }
 
-template <class T, numerics::Format kStats>
-void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
-  const bool baseline = algorithm == Algorithm::baseline;
-  const Packed<T> pk = pack_inputs<T>(p, baseline ? kBaselinePackColumns : p.block_c);
+// The rows of every work item through the algorithm's row function. pk holds the operands the
+// row functions see (the problem's Q, K, V, or the fp8 algorithms' e4m3 values); dequant_of(rb)
+// gives a work item's Dequant hook.
+template <class T, numerics::Format kStats, class DequantOf>
+void run_items(Algorithm algorithm, const Problem& p, const Packed<T>& pk,
+               const DequantOf& dequant_of, Output& out) {
+  const bool baseline = algorithm == Algorithm::baseline || algorithm == Algorithm::baseline_fp8;
   const int rows = baseline ? kBaselineRowBlock : p.block_r;
   const std::size_t items = row_block_count(p.shape, rows);
   using Fused = NativeArith<T, true, kStats>;
   using Unfused = NativeArith<T, false, kStats>;
   parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const RowBlock rb = row_block(p.shape, rows, item);
+    const auto dequant = dequant_of(rb);
     if (baseline) {
       if (p.policy.fma)
-        baseline_item<Fused, true>(p, pk, rb, out);
+        baseline_item<Fused, true>(p, pk, dequant, rb, out);
       else
-        baseline_item<Unfused, false>(p, pk, rb, out);
+        baseline_item<Unfused, false>(p, pk, dequant, rb, out);
     } else if (algorithm == Algorithm::flash1) {
       if (p.policy.fma)
         flash1_item<Fused, true>(p, pk, rb, out);
@@ -93,12 +102,69 @@ void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
         flash1_item<Unfused, false>(p, pk, rb, out);
     } else {
       if (p.policy.fma)
-        flash2_item<Fused, true>(p, pk, rb, out);
+        flash2_item<Fused, true>(p, pk, dequant, rb, out);
       else
-        flash2_item<Unfused, false>(p, pk, rb, out);
+        flash2_item<Unfused, false>(p, pk, dequant, rb, out);
     }
   });
 }
+
+int pack_block(Algorithm algorithm, const Problem& p) {
+  const bool baseline = algorithm == Algorithm::baseline || algorithm == Algorithm::baseline_fp8;
+  return baseline ? kBaselinePackColumns : p.block_c;
+}
+
+template <class T, numerics::Format kStats>
+void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
+  const Packed<T> pk = pack_inputs<T>(p, pack_block(algorithm, p));
+  run_items<T, kStats>(
+      algorithm, p, pk, [](const RowBlock&) { return rows::NoDequant{}; }, out);
+}
+
+template <class T, numerics::Format kStats>
+void run_fp8_t(Algorithm algorithm, const Fp8Problem& f, Output& out) {
+  const Problem& p = *f.p;
+  const Packed<T> pk =
+      pack_tensors<T>(p, f.q.values, f.k.values, f.v.values, pack_block(algorithm, p));
+  run_items<T, kStats>(
+      algorithm, p, pk,
+      [&f](const RowBlock& rb) {
+        return Fp8Dequant{&f.q, &f.k, &f.v, rb.b, rb.h};
+      },
+      out);
+}
+
+// One instantiation per stats format (STYLE.md #5: the one place a runtime choice becomes a
+// template parameter); fast_kind() admitted only these.
+template <template <class, numerics::Format> class Run, class... Args>
+void dispatch(FastKind kind, numerics::Format stats, Args&&... args) {
+  if (kind == FastKind::f64) return Run<double, numerics::Format::fp64>::go(args...);
+  switch (stats) {
+    case numerics::Format::fp32:
+      return Run<float, numerics::Format::fp32>::go(args...);
+    case numerics::Format::bf16:
+      return Run<float, numerics::Format::bf16>::go(args...);
+    case numerics::Format::fp16:
+      return Run<float, numerics::Format::fp16>::go(args...);
+    case numerics::Format::tf32:
+      return Run<float, numerics::Format::tf32>::go(args...);
+    default:
+      throw std::logic_error("run_fast: stats format without a fast path (see fast_kind)");
+  }
+}
+
+template <class T, numerics::Format kStats>
+struct RunFast {
+  static void go(Algorithm algorithm, const Problem& p, Output& out) {
+    run_fast_t<T, kStats>(algorithm, p, out);
+  }
+};
+template <class T, numerics::Format kStats>
+struct RunFp8 {
+  static void go(Algorithm algorithm, const Fp8Problem& f, Output& out) {
+    run_fp8_t<T, kStats>(algorithm, f, out);
+  }
+};
 
 }  // namespace
 
@@ -106,24 +172,12 @@ void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out)
   if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash1 &&
       algorithm != Algorithm::flash2)
     throw std::logic_error("run_fast: no fast path for this algorithm (see fast_kind)");
-  if (kind == FastKind::f64) {
-    run_fast_t<double, numerics::Format::fp64>(algorithm, p, out);
-    return;
-  }
-  // One instantiation per stats format (STYLE.md #5: the one place a runtime choice becomes a
-  // template parameter); fast_kind() admitted only these.
-  switch (p.policy.stats) {
-    case numerics::Format::fp32:
-      return run_fast_t<float, numerics::Format::fp32>(algorithm, p, out);
-    case numerics::Format::bf16:
-      return run_fast_t<float, numerics::Format::bf16>(algorithm, p, out);
-    case numerics::Format::fp16:
-      return run_fast_t<float, numerics::Format::fp16>(algorithm, p, out);
-    case numerics::Format::tf32:
-      return run_fast_t<float, numerics::Format::tf32>(algorithm, p, out);
-    default:
-      throw std::logic_error("run_fast: stats format without a fast path (see fast_kind)");
-  }
+  dispatch<RunFast>(kind, p.policy.stats, algorithm, p, out);
+}
+
+void run_fp8_fast(Algorithm algorithm, const Fp8Problem& f, FastKind kind, Output& out) {
+  if (!is_fp8_algorithm(algorithm)) throw std::logic_error("run_fp8_fast: not an fp8 algorithm");
+  dispatch<RunFp8>(kind, f.p->policy.stats, algorithm, f, out);
 }
 
 }  // namespace attndev::attention::detail

@@ -79,8 +79,13 @@ Fp8Problem prepare_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8
   return f;
 }
 
-void run_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options, Output& out) {
+void run_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options, FastKind kind,
+             Output& out) {
   const Fp8Problem f = prepare_fp8(algorithm, p, options);
+  if (kind != FastKind::none) {
+    run_fp8_fast(algorithm, f, kind, out);
+    return;
+  }
   const bool baseline = algorithm == Algorithm::baseline_fp8;
   const int rows = baseline ? kBaselineRowBlock : p.block_r;
   const std::size_t items = row_block_count(p.shape, rows);

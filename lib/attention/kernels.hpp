@@ -333,8 +333,11 @@ struct Packed {
   const T* v_head(int bh) const { return v.data() + static_cast<std::size_t>(bh) * seq_kv * ld_v; }
 };
 
+// q, k, v: (B, H, N, d) tensors of the problem's shape (the problem's own, or the fp8
+// algorithms' quantized values).
 template <class T>
-Packed<T> pack_inputs(const Problem& p, int block) {
+Packed<T> pack_tensors(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                       int block) {
   constexpr int W = Simd<T>::kWidth;
   Packed<T> pk;
   pk.d = p.shape.head_dim;
@@ -350,13 +353,18 @@ Packed<T> pack_inputs(const Problem& p, int block) {
   pk.v.resize(heads * pk.seq_kv * pk.ld_v);
   parallel_for(heads, p.threads, /*schedule_seed=*/0, [&](std::size_t bh) {
     const int b = static_cast<int>(bh / p.shape.heads), h = static_cast<int>(bh % p.shape.heads);
-    pack_rows<T>(p.q.head_ptr(b, h), pk.seq_q, pk.d, pk.d, pk.q.data() + bh * pk.seq_q * pk.d);
-    pack_kt<T>(p.k.head_ptr(b, h), pk.seq_kv, pk.d, block, pk.padded,
+    pack_rows<T>(q.head_ptr(b, h), pk.seq_q, pk.d, pk.d, pk.q.data() + bh * pk.seq_q * pk.d);
+    pack_kt<T>(k.head_ptr(b, h), pk.seq_kv, pk.d, block, pk.padded,
                pk.kt.data() + bh * pk.blocks * pk.d * pk.padded);
-    pack_rows<T>(p.v.head_ptr(b, h), pk.seq_kv, pk.d, pk.ld_v,
+    pack_rows<T>(v.head_ptr(b, h), pk.seq_kv, pk.d, pk.ld_v,
                  pk.v.data() + bh * pk.seq_kv * pk.ld_v);
   });
   return pk;
+}
+
+template <class T>
+Packed<T> pack_inputs(const Problem& p, int block) {
+  return pack_tensors<T>(p, p.q, p.k, p.v, block);
 }
 
 // A float rounded to F with numerics' bit operations (the identity for fp32).

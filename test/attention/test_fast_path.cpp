@@ -125,6 +125,57 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
   CHECK(std::string(kernel_path(Algorithm::flash2, preset("kernel-bf16"), generic)) == "generic");
 }
 
+// The fp8 algorithms: the same quantized (and rotated) e4m3 operands through flash2's and
+// baseline's row functions with the Fp8Dequant hook, fast against generic.
+TEST_CASE("fp8 algorithms on the fast path are bit-identical to the generic path",
+          "[attention][fast]") {
+  const std::uint64_t seed = 4242;
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::initializer_list<int> xs) {
+    return *(xs.begin() + static_cast<long>(rng() % xs.size()));
+  };
+  std::vector<NamedPolicy> policies;
+  for (nx::Format in : {nx::Format::fp16, nx::Format::bf16}) {
+    nx::PrecisionPolicy p = preset("fp8-e4m3");
+    p.input = in;
+    policies.push_back({std::string("fp8-e4m3+input=") + nx::format_name(in), p});
+  }
+  nx::PrecisionPolicy p = preset("fp8-e4m3");
+  p.input = nx::Format::fp16;
+  p.score = p.stats = p.prob = nx::Format::fp16;  // FA-3 Table 3's fp8 baseline: softmax in fp16
+  policies.push_back({"fp8-e4m3+input,score,stats,prob=fp16", p});
+  p.fma = false;
+  policies.push_back({"fp8-e4m3+input,score,stats,prob=fp16+fma=false", p});
+  std::size_t compared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
+    Shape s;
+    s.batch = pick({1, 2});
+    s.heads = pick({1, 2});
+    s.seq_q = pick({1, 7, 33, 113, 150});
+    s.seq_kv = pick({1, 7, 31, 113, 150});
+    s.head_dim = pick({1, 8, 16, 64, 128});  // powers of two: the Hadamard rotation
+    Options opt;
+    opt.block_r = pick({1, 5, 16, 64});
+    opt.block_c = pick({1, 3, 16, 17, 64, 128});
+    opt.causal = rng() % 2 == 0;
+    opt.scale_placement = rng() % 4 == 0 ? ScalePlacement::query : ScalePlacement::scores;
+    opt.fp8.block_quantization = rng() % 4 != 0;
+    opt.fp8.incoherent_processing = rng() % 4 != 0;
+    INFO(np.name << " " << describe(s, opt) << " seed=" << seed << " trial=" << trial);
+    const Inputs in = random_inputs(s, seed + trial, np.policy.input, pick({1, 4}) * 0.5);
+    for (Algorithm a : kFp8Algorithms) {
+      INFO(algorithm_name(a) << " " << kernel_path(a, np.policy, opt));
+      REQUIRE(std::string(kernel_path(a, np.policy, opt)) == "fast-f32");
+      Options generic = opt;
+      generic.path = Options::Path::generic;
+      CHECK(bit_differences(run(a, np.policy, in, opt), run(a, np.policy, in, generic)) == 0);
+      ++compared;
+    }
+  }
+  CHECK(compared == 40 * std::size(kFp8Algorithms));
+}
+
 // FloatRounder (the fast path's branch-free rounding with the format as data) against
 // numerics::round_to on random bit patterns (every float class: subnormals, inf, NaN) and on
 // the boundaries of each format, for every format and overflow rule.

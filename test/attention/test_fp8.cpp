@@ -193,8 +193,9 @@ TEST_CASE("fp8 algorithms: close to the golden, refuse fp8-stored inputs, determ
   Algorithm parsed;
   REQUIRE(parse_algorithm("baseline-fp8", parsed));
   CHECK(parsed == Algorithm::baseline_fp8);
+  // The fp8 algorithms take the SIMD fast path like the others (test_fast_path.cpp compares it).
   CHECK(std::string(kernel_path(Algorithm::flash3_fp8, preset("kernel-bf16"), Options{})) ==
-        "generic");
+        "fast-f32");
   CHECK_THROWS_AS(run(Algorithm::flash3_fp8, preset("fp8-e4m3"), in, opt), std::invalid_argument);
   const Inputs odd = outlier_inputs(Shape{1, 1, 8, 8, 12}, seed, nx::Format::fp16);
   CHECK_THROWS_AS(run(Algorithm::flash3_fp8, fp8_policy(), odd, opt), std::invalid_argument);
