@@ -125,12 +125,24 @@ std::vector<Config> configs_of(const BenchArgs& a) {
     return p->policy;
   };
   if (a.all) {
-    return {
-        {"flash2 kernel-bf16", attention::Algorithm::flash2, named("kernel-bf16"), "kernel-bf16"},
-        {"flash1 kernel-bf16", attention::Algorithm::flash1, named("kernel-bf16"), "kernel-bf16"},
-        {"baseline torch-math-bf16", attention::Algorithm::baseline, named("torch-math-bf16"),
-         "torch-math-bf16"},
-        {"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"}};
+    // Every plain algorithm under every kernel, framework-math and framework-loop preset (the
+    // framework-* family where this build has it) and fp32, then FA-3's fp8 kernel on inputs
+    // stored in fp16 (configs/paper/fa3-table3.json), then the golden.
+    std::vector<Config> out;
+    for (const char* policy : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16",
+                               "framework-bf16", "framework-fp16", "fp32"}) {
+      if (!numerics::find_preset(policy)) continue;
+      for (attention::Algorithm algo : {attention::Algorithm::flash2, attention::Algorithm::flash1,
+                                        attention::Algorithm::baseline})
+        out.push_back({std::string(attention::algorithm_name(algo)) + " " + policy, algo,
+                       named(policy), policy});
+    }
+    numerics::PrecisionPolicy fp8 = named("fp8-e4m3");
+    fp8.input = numerics::Format::fp16;
+    out.push_back({"flash3-fp8 fp8-e4m3 (fp16 inputs)", attention::Algorithm::flash3_fp8, fp8,
+                   "{\"base\": \"fp8-e4m3\", \"input\": \"fp16\"}"});
+    out.push_back({"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"});
+    return out;
   }
   const attention::Algorithm algo = parse_algorithm_arg(a.algo, "--algo");
   const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
@@ -315,7 +327,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();
   cmd->add_option("--batch", args->batch, "Batch size B")->capture_default_str();
   cmd->add_option("--heads", args->heads, "Heads H")->capture_default_str();
-  cmd->add_option("--algo", args->algo, "baseline | flash1 | flash2")->capture_default_str();
+  cmd->add_option("--algo", args->algo,
+                  "baseline | flash1 | flash2 | flash3-fp8 | flash3-fp8-per-tensor | "
+                  "flash3-fp8-no-hadamard | baseline-fp8")
+      ->capture_default_str();
   cmd->add_option("--policy", args->policy, "Preset name or policy JSON object")
       ->capture_default_str();
   cmd->add_option("--br", args->br, "Br: query rows per tile")->capture_default_str();
@@ -326,8 +341,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--repeats", args->repeats, "Timed repetitions (the median is reported)")
       ->capture_default_str();
   cmd->add_flag("--all", args->all,
-                "The standard set: flash2 kernel-bf16, flash1 kernel-bf16, baseline "
-                "torch-math-bf16, golden fp64 (ignores --algo/--policy)");
+                "The standard set: flash2, flash1 and baseline under kernel-bf16/fp16, "
+                "torch-math-bf16/fp16, framework-bf16/fp16 and fp32, flash3-fp8 (fp16 inputs), "
+                "golden fp64 (ignores --algo/--policy)");
   cmd->add_flag("--generic", args->generic,
                 "Force the generic path (every operation through the numerics *_in functions)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
