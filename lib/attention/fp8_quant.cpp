@@ -4,8 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "numerics/arith.hpp"
+#include "numerics/float_rounder.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::attention::fp8 {
@@ -13,6 +15,15 @@ namespace attndev::attention::fp8 {
 namespace {
 
 using numerics::Format;
+
+// True when every x[i] is a float: the quantization and rotation then run in float, where
+// div_in/add_in/sub_in/mul_in(fp32, ...) of float operands are the IEEE float operations
+// (correctly rounded: the exact result rounded once to fp32), and the loops vectorize.
+bool all_float(const double* x, std::size_t n) {
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) ok &= static_cast<double>(static_cast<float>(x[i])) == x[i];
+  return ok;
+}
 
 double amax_of(const double* x, std::size_t n) {
   double m = 0.0;
@@ -44,6 +55,21 @@ double quantize_value(double x, double scale) {
                             numerics::Overflow::saturate);
 }
 
+namespace {
+
+// quantize_value over an array: in float when the values are floats (the scale always is).
+void quantize_all(double* x, std::size_t n, double scale) {
+  if (!all_float(x, n)) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = quantize_value(x[i], scale);
+    return;
+  }
+  const numerics::FloatRounder e4m3(kFp8Format, numerics::Overflow::saturate);
+  const float s = static_cast<float>(scale);
+  for (std::size_t i = 0; i < n; ++i) x[i] = e4m3(static_cast<float>(x[i]) / s);
+}
+
+}  // namespace
+
 ScaledTensor quantize_blocks(const Tensor& x, int block_rows) {
   if (block_rows < 1)
     throw std::invalid_argument("fp8 block quantization: block_rows must be >= 1 (got " +
@@ -61,7 +87,7 @@ ScaledTensor quantize_blocks(const Tensor& x, int block_rows) {
         const std::size_t n = static_cast<std::size_t>(r1 - r0) * x.cols;
         const double s = scale_for(amax_of(first, n));
         q.scales[(static_cast<std::size_t>(b) * x.heads + h) * q.blocks_per_head + blk] = s;
-        for (std::size_t i = 0; i < n; ++i) first[i] = quantize_value(first[i], s);
+        quantize_all(first, n, s);
       }
     }
   }
@@ -75,7 +101,7 @@ ScaledTensor quantize_per_tensor(const Tensor& x) {
   q.blocks_per_head = 1;
   const double s = scale_for(amax_of(x.data.data(), x.data.size()));
   q.scales.assign(static_cast<std::size_t>(x.batch) * x.heads, s);
-  for (double& v : q.values.data) v = quantize_value(v, s);
+  quantize_all(q.values.data.data(), q.values.data.size(), s);
   return q;
 }
 
@@ -104,6 +130,23 @@ void fwht(double* x, int n, Format arith) {
   }
 }
 
+namespace {
+
+// fwht(x, n, fp32) on floats: the same butterflies in the same order, each a float + or -.
+void fwht_f32(float* x, int n) {
+  for (int half = 1; half < n; half *= 2) {
+    for (int start = 0; start < n; start += 2 * half) {
+      for (int i = start; i < start + half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a + b;
+        x[i + half] = a - b;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void rotate_rows(Tensor& x, const std::vector<double>& signs, Format arith, Format store) {
   const int d = x.cols;
   if (!is_power_of_two(d))
@@ -116,6 +159,21 @@ void rotate_rows(Tensor& x, const std::vector<double>& signs, Format arith, Form
   // 1/sqrt(d) in the arithmetic format: exact for d = 4^k, one rounding otherwise.
   const double inv_sqrt_d = numerics::round_to(arith, 1.0 / std::sqrt(static_cast<double>(d)));
   const std::size_t rows = static_cast<std::size_t>(x.batch) * x.heads * x.rows;
+  if (arith == Format::fp32 && store != Format::fp64 && all_float(x.data.data(), x.data.size())) {
+    // fp32 arithmetic on float values: each butterfly's add_in/sub_in and the scaling's mul_in
+    // is one float operation; the store rounding is round_to's on a float.
+    const numerics::FloatRounder round_store(store, numerics::default_overflow(store));
+    const float scale = static_cast<float>(inv_sqrt_d);
+    std::vector<float> row(static_cast<std::size_t>(d));  // (d)
+    for (std::size_t r = 0; r < rows; ++r) {
+      double* out = x.data.data() + r * static_cast<std::size_t>(d);  // (d)
+      for (int t = 0; t < d; ++t)
+        row[t] = static_cast<float>(out[t] * signs[static_cast<std::size_t>(t)]);
+      fwht_f32(row.data(), d);
+      for (int t = 0; t < d; ++t) out[t] = round_store(row[t] * scale);
+    }
+    return;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     double* row = x.data.data() + r * static_cast<std::size_t>(d);  // (d)
     for (int t = 0; t < d; ++t) row[t] *= signs[static_cast<std::size_t>(t)];

@@ -197,7 +197,7 @@ TEST_CASE("the fast path's float rounder equals round_to for every format", "[at
   for (nx::Format f : nx::kAllFormats) {
     if (f == nx::Format::fp64) continue;
     for (nx::Overflow o : {nx::Overflow::to_inf, nx::Overflow::to_nan, nx::Overflow::saturate}) {
-      const detail::FloatRounder r(f, o);
+      const nx::FloatRounder r(f, o);
       std::size_t mismatches = 0;
       float first = 0;
       for (float x : xs) {

@@ -8,6 +8,7 @@
 
 #include "attention/fp8_quant.hpp"
 #include "attention/helpers.hpp"
+#include "numerics/arith.hpp"
 #include "numerics/round.hpp"
 
 using namespace attndev::attention;
@@ -220,4 +221,43 @@ TEST_CASE("ablation algorithms equal flash3-fp8 with the option switched off", "
   Options other_seed = opt;
   other_seed.fp8.hadamard_seed = 99;
   CHECK(bit_differences(full, run(Algorithm::flash3_fp8, pol, in, other_seed)) > 0);
+}
+
+// quantize_blocks/quantize_per_tensor and rotate_rows take a float path for float-valued tensors
+// with fp32 arithmetic (the flash3-fp8 preset); it must equal the scalar definitions element by
+// element: quantize_value(x, scale), and fwht in fp32 then round_to(store, mul_in(fp32, ...)).
+TEST_CASE("fp8 preparation's float path equals the scalar definitions", "[fp8][hadamard]") {
+  for (nx::Format in : {nx::Format::fp16, nx::Format::bf16, nx::Format::fp32}) {
+    INFO(nx::format_name(in));
+    const Inputs x = outlier_inputs(Shape{2, 1, 37, 37, 64}, /*seed=*/11, in);
+    const fp8::ScaledTensor blocks = fp8::quantize_blocks(x.q, 8);
+    const fp8::ScaledTensor whole = fp8::quantize_per_tensor(x.q);
+    std::size_t differences = 0;
+    for (int b = 0; b < x.q.batch; ++b)
+      for (int n = 0; n < x.q.rows; ++n)
+        for (int c = 0; c < x.q.cols; ++c) {
+          const double v = x.q.at(b, 0, n, c);
+          differences +=
+              blocks.values.at(b, 0, n, c) != fp8::quantize_value(v, blocks.scale(b, 0, n));
+          differences +=
+              whole.values.at(b, 0, n, c) != fp8::quantize_value(v, whole.scale(b, 0, n));
+        }
+    CHECK(differences == 0);
+
+    const std::vector<double> signs = fp8::random_signs(64, 3);
+    Tensor rotated = x.k;
+    fp8::rotate_rows(rotated, signs, nx::Format::fp32, in);
+    const double inv_sqrt_d = nx::round_to(nx::Format::fp32, 1.0 / 8.0);
+    differences = 0;
+    for (int b = 0; b < x.k.batch; ++b)
+      for (int n = 0; n < x.k.rows; ++n) {
+        std::vector<double> row(64);
+        for (int c = 0; c < 64; ++c) row[c] = x.k.at(b, 0, n, c) * signs[c];
+        fp8::fwht(row.data(), 64, nx::Format::fp32);
+        for (int c = 0; c < 64; ++c)
+          differences += rotated.at(b, 0, n, c) !=
+                         nx::round_to(in, nx::mul_in(nx::Format::fp32, row[c], inv_sqrt_d));
+      }
+    CHECK(differences == 0);
+  }
 }
