@@ -101,7 +101,7 @@ inline experiment::Distribution parse_distribution_arg(std::string_view text,
 
 // Every field of io::collect_provenance(), the one builder, for --json outputs.
 inline nlohmann::json provenance_json() {
-  return nlohmann::json::parse(io::to_json(io::collect_provenance()).dump());
+  return nlohmann::json(io::to_json(io::collect_provenance()));
 }
 
 // Columns padded to their widest cell; the first column left-aligned (labels), others right

@@ -44,7 +44,7 @@ Json results_document(const Config& config, const StoredResults& results,
   doc["runs"] = results.runs;
   doc["config_name"] = config.name;
   doc["config_hash"] = config.hash;
-  doc["config"] = Json::parse(config.effective.dump());
+  doc["config"] = Json(config.effective);
   doc["columns"] = result_columns();
   Json rows = Json::array();
   for (const Json& r : results.rows) {
@@ -224,7 +224,8 @@ void check_tables_not_shrinking(const std::filesystem::path& dir, std::size_t ro
       (dir / "results.csv").string() + " and results.json hold " + std::to_string(existing) +
       " rows but the results*.jsonl files in " + dir.string() + " hold only " +
       std::to_string(rows) +
-      " rows: rebuilding would lose the rows the tables still have. The JSONL files are the source of "
+      " rows: rebuilding would lose the rows the tables still have. The JSONL files are the source "
+      "of "
       "truth: restore the missing ones, or rerun the same `attndev run` to recompute the missing "
       "points; to rebuild the tables from what is there, move results.csv and results.json away "
       "first");

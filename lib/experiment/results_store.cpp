@@ -203,7 +203,7 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
                    {"schema_version", kResultsSchemaVersion},
                    {"config_name", config.name},
                    {"config_hash", config.hash},
-                   {"config", Json::parse(config.effective.dump())}};
+                   {"config", Json(config.effective)}};
   // Created only if still absent: a writer of another config that created it in the meantime
   // (both found the folder empty) is then compared against like any existing manifest.
   if (!io::write_file_exclusive(path, manifest.dump(2) + "\n"))
