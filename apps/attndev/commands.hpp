@@ -35,5 +35,6 @@ void add_merge_command(CLI::App& app);
 void add_slurm_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_wdist_command(CLI::App& app);
+void add_match_command(CLI::App& app);
 
 }  // namespace attndev::app

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add_slurm_command(app);
   add_train_command(app);
   add_wdist_command(app);
+  add_match_command(app);
 
   try {
     app.parse(argc, argv);

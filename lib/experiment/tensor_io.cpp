@@ -78,7 +78,7 @@ attention::Tensor read_output_file(const std::filesystem::path& path,
     actual = path.string() + ".npy";
   const std::string file = actual.string();
   if (!std::filesystem::exists(actual, ec))
-    throw std::runtime_error("output file " + path.string() + " was not written");
+    throw std::runtime_error(path.string() + ": no such file");
   std::vector<io::NamedTensor> tensors;
   try {
     // By content, not by name: {output} ends in .safetensors, and .npy bytes are welcome there.

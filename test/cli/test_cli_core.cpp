@@ -250,6 +250,64 @@ TEST_CASE("point --dump writes safetensors that --inputs reads back to the same 
   fs::remove_all(dir);
 }
 
+TEST_CASE("match names the kernel and policy that produced a dumped output", "[cli][match]") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("attndev_cli_match_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  // flash2 under kernel-bf16 at Bc 32 over N_kv 96: three K/V tiles, so Bc 16, 32 and 64 give
+  // different outputs and only the producer's is bit-identical everywhere.
+  REQUIRE(run_attndev("point --algo flash2 --policy kernel-bf16 --n 96 --d 16 --br 16 --bc 32 "
+                      "--seed 2 --dump '" +
+                      dir.string() + "'")
+              .code == 0);
+  const std::string inputs = (dir / "inputs-bf16.safetensors").string();
+  const std::string kernel = (dir / "flash2-kernel-bf16.safetensors").string();
+  const RunResult ran = run_attndev("match '" + kernel + "' --inputs '" + inputs +
+                                    "' --bc 16 --bc 32 --bc 64 --bc 128 --threads 1 --json");
+  REQUIRE(ran.code == 0);
+  const json j = parse_json(ran);
+  REQUIRE(j["candidates"].size() > 10);
+  CHECK(j["candidates"][0]["candidate"] == "flash2 kernel-bf16 Bc=32");
+  CHECK(j["candidates"][0]["identical_fraction"] == 1.0);
+  CHECK(j["candidates"][0]["max_ulp"] == 0);
+  CHECK(j["candidates"][1]["identical_fraction"] < 1.0);
+  CHECK_THAT(j["verdict"].get<std::string>(),
+             Catch::Equals("explained exactly by flash2 kernel-bf16 Bc=32: every element "
+                           "bit-identical"));
+  CHECK(j["provenance"].contains("git_revision"));
+  // Bc 128 exceeds N_kv = 96: it runs once, as Bc=96, and the log says so.
+  CHECK_THAT(ran.err, Catch::Contains("Bc 128 exceed the sequence (96): one tile, run as Bc=96"));
+  std::size_t named_96 = 0;
+  for (const json& c : j["candidates"])
+    if (c["candidate"] == "flash2 kernel-bf16 Bc=96") ++named_96;
+  CHECK(named_96 == 1);
+
+  // flash1 under working-bf16 (O stored in bf16 between K/V tiles) is found the same way.
+  REQUIRE(run_attndev("point --algo flash1 --policy working-bf16 --n 48 --d 16 --br 16 --bc 32 "
+                      "--seed 2 --dump '" +
+                      dir.string() + "'")
+              .code == 0);
+  const std::string working = (dir / "flash1-working-bf16.safetensors").string();
+  // The table form, with the candidates narrowed to one algorithm.
+  const RunResult table =
+      run_attndev("match '" + working + "' --inputs '" + inputs + "' --bc 32 --algo flash1");
+  CHECK(table.code == 0);
+  CHECK_THAT(table.out, Catch::Contains("explained exactly by flash1 working-bf16 Bc=32"));
+  CHECK_THAT(table.out, Catch::Contains("identical"));
+  // Outputs that do not fit the inputs, and missing files, are usage errors.
+  const RunResult wrong = run_attndev("match '" + inputs + "' --inputs '" + inputs + "'");
+  CHECK(wrong.code == 2);
+  CHECK_THAT(wrong.err, Catch::Contains("OUTPUT: "));
+  const RunResult missing =
+      run_attndev("match '" + (dir / "none.safetensors").string() + "' --inputs '" + inputs + "'");
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("no such file"));
+  const RunResult bad_tile = run_attndev("match '" + kernel + "' --inputs '" + inputs + "' --bc 0");
+  CHECK(bad_tile.code == 2);
+  CHECK_THAT(bad_tile.err, Catch::Contains("--bc"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli]") {
   struct Bad {
     const char* args;

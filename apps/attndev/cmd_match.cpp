@@ -1,0 +1,211 @@
+// `attndev match OUTPUT --inputs FILE`: ranks emulated candidates (algorithm x policy x tiles) by
+// how exactly they reproduce an output some implementation computed from known inputs, and says
+// which policy explains it (experiment/match.hpp). docs/validation.md shows it on PyTorch.
+#include <CLI/CLI.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "experiment/inputs_file.hpp"
+#include "experiment/match.hpp"
+#include "experiment/tensor_io.hpp"
+
+namespace attndev::app {
+
+namespace {
+
+struct MatchArgs {
+  std::string output;
+  std::string inputs;
+  std::vector<std::string> algos = {"baseline", "flash1", "flash2"};
+  std::vector<std::string> policies;  // empty: experiment::default_policies
+  std::vector<int> br = {64};
+  std::vector<int> bc = {16, 32, 64, 128, 256, 512};
+  bool causal = false;
+  std::string scale_on = "scores";
+  int top = 10;
+  int threads = 0;
+  bool json = false;
+};
+
+std::string g3(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * f);
+  return buf;
+}
+
+void run_match(const MatchArgs& a) {
+  std::vector<attention::Algorithm> algorithms;
+  for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algo"));
+  for (int v : a.br) require_at_least(v, 1, "--br");
+  for (int v : a.bc) require_at_least(v, 1, "--bc");
+  require_at_least(a.top, 1, "--top");
+  require_at_least(a.threads, 0, "--threads");
+  attention::Options options;
+  options.causal = a.causal;
+  options.threads = a.threads;
+  if (a.scale_on == "query") {
+    options.scale_placement = attention::ScalePlacement::query;
+  } else if (a.scale_on != "scores") {
+    throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"; valid: scores, query");
+  }
+  attention::Inputs inputs;
+  try {
+    inputs = experiment::read_inputs_file(a.inputs);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--inputs: ") + e.what());
+  }
+  attention::Tensor output;
+  try {
+    output = experiment::read_output_file(a.output, inputs.shape());
+  } catch (const std::runtime_error& e) {
+    throw UsageError("OUTPUT: " + std::string(e.what()));
+  }
+  std::vector<numerics::PrecisionPolicy> policies;
+  for (const std::string& p : a.policies) policies.push_back(parse_policy_arg(p, "--policy"));
+  if (policies.empty()) policies = experiment::default_policies(output);
+  if (policies.empty())
+    throw UsageError(
+        "OUTPUT holds values no bf16/fp16/fp32/fp64 policy stores; name candidate "
+        "policies with --policy");
+  // A tile at least as long as the sequence is one tile: every such size gives the same output,
+  // so they run once, named by the sequence length (ties would otherwise fill the ranking).
+  const auto clamp_tiles = [](const std::vector<int>& sizes, int n, const char* what) {
+    std::vector<int> out;
+    std::string merged;
+    for (int s : sizes) {
+      const int t = std::min(s, n);
+      if (s > n) merged += (merged.empty() ? "" : ", ") + std::to_string(s);
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    }
+    if (!merged.empty())
+      spdlog::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
+                   what, n);
+    return out;
+  };
+  const std::vector<experiment::MatchCandidate> candidates =
+      experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
+                                  clamp_tiles(a.bc, inputs.k.rows, "Bc"));
+  spdlog::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(),
+               a.inputs, inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows,
+               inputs.q.cols);
+  experiment::MatchOptions mo;
+  mo.options = options;
+  mo.on_progress = [](std::size_t done, std::size_t total) {
+    if (done % 8 == 0 || done == total) spdlog::info("match: {}/{} candidates", done, total);
+  };
+  const std::vector<experiment::MatchResult> ranked =
+      experiment::match_output(output, inputs, candidates, mo);
+  const std::string verdict = experiment::match_verdict(ranked);
+  std::string holding;
+  for (numerics::Format f : experiment::formats_holding(output))
+    holding += (holding.empty() ? "" : ", ") + std::string(numerics::format_name(f));
+
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const experiment::MatchResult& m : ranked) {
+      const experiment::Variant& v = m.candidate.variant;
+      nlohmann::json r = {{"candidate", v.name},
+                          {"algorithm", attention::algorithm_name(v.algorithm)},
+                          {"policy", config::policy_to_json(v.policy)},
+                          {"policy_label", v.policy_label},
+                          {"status", m.status.text()}};
+      if (v.block_r) r["block_r"] = *v.block_r;
+      if (v.block_c) r["block_c"] = *v.block_c;
+      if (m.status.is_ok()) {
+        r["identical_fraction"] = json_number(m.ulps.identical_fraction);
+        r["max_ulp"] = m.ulps.max_ulp;
+        r["mean_ulp"] = json_number(m.ulps.mean_ulp);
+        r["ulp_histogram"] = m.ulps.histogram_text();
+        r["diff_max_abs"] = json_number(m.difference.max_abs);
+        r["diff_max_ulps_at_max"] = json_number(m.max_diff_ulps_at_max);
+        r["diff_mean_abs"] = json_number(m.difference.mean_abs);
+        r["candidate_mean_abs"] = json_number(m.candidate_dev.mean_abs);
+        r["output_mean_abs"] = json_number(m.output_dev.mean_abs);
+      }
+      rows.push_back(std::move(r));
+    }
+    const nlohmann::json doc = {
+        {"output", a.output}, {"inputs", a.inputs}, {"formats_holding_output", holding},
+        {"verdict", verdict}, {"candidates", rows}, {"provenance", provenance_json()}};
+    std::printf("%s\n", doc.dump(2).c_str());
+  } else {
+    std::printf("output %s (values exact in: %s)\ninputs %s: B=%d H=%d N=%d N_kv=%d d=%d%s\n\n",
+                a.output.c_str(), holding.c_str(), a.inputs.c_str(), inputs.q.batch, inputs.q.heads,
+                inputs.q.rows, inputs.k.rows, inputs.q.cols, a.causal ? ", causal" : "");
+    Table t({"#", "candidate", "identical", "max diff", "mean |O - cand|", "cand. dev", "your dev",
+             "ratio"});
+    for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < a.top; ++i) {
+      const experiment::MatchResult& m = ranked[i];
+      if (!m.status.is_ok()) {
+        t.add_row(
+            {std::to_string(i + 1), m.candidate.variant.name, m.status.text(), "", "", "", "", ""});
+        continue;
+      }
+      t.add_row({std::to_string(i + 1), m.candidate.variant.name, pct(m.ulps.identical_fraction),
+                 g3(m.max_diff_ulps_at_max) + " ulp", format_number(m.difference.mean_abs),
+                 format_number(m.candidate_dev.mean_abs), format_number(m.output_dev.mean_abs),
+                 g3(m.candidate_dev.mean_abs / m.output_dev.mean_abs)});
+    }
+    t.print(stdout);
+    if (ranked.size() > static_cast<std::size_t>(a.top))
+      std::printf("... %zu more (--top)\n", ranked.size() - static_cast<std::size_t>(a.top));
+    std::printf(
+        "\nidentical: share of elements bit-identical to the candidate's; max diff: max |O - cand| "
+        "in ulps of the candidate's output format at max |O|; dev: mean |O - golden| against the "
+        "FP64 golden on the same rounded inputs; ratio: cand. dev / your dev\n");
+    std::printf("%s\n", verdict.c_str());
+  }
+  if (ranked.empty() || !ranked.front().status.is_ok()) throw CommandExit{kExitNothingCompared};
+}
+
+}  // namespace
+
+void add_match_command(CLI::App& app) {
+  auto args = std::make_shared<MatchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "match",
+      "Rank emulated kernels (algorithm x policy x tiles) by how exactly they reproduce an "
+      "output computed from known inputs, and say which policy explains it");
+  cmd->add_option("output", args->output,
+                  "The output O to explain: .safetensors (tensor o, O, out, output, or the only "
+                  "one) or .npy; (B,H,N,d), (H,N,d) or (N,d)")
+      ->required();
+  cmd->add_option("--inputs", args->inputs,
+                  "Q, K, V it was computed from: a .safetensors file with q, k, v, or a folder "
+                  "with q.npy, k.npy, v.npy (an `attndev point --dump` inputs file works)")
+      ->required();
+  cmd->add_option("--algo", args->algos, "Candidate algorithms (repeatable)")
+      ->capture_default_str();
+  cmd->add_option("--policy", args->policies,
+                  "Candidate policies, presets or JSON objects (repeatable; default: the presets "
+                  "whose output format holds every value of OUTPUT, plus fp32 arithmetic with "
+                  "bf16/fp16 inputs and output)");
+  cmd->add_option("--br", args->br, "Candidate Br (repeatable)")->capture_default_str();
+  cmd->add_option("--bc", args->bc, "Candidate Bc (repeatable)")->capture_default_str();
+  cmd->add_flag("--causal", args->causal, "The output was computed with a causal mask");
+  cmd->add_option("--scale-on", args->scale_on, "Softmax scale placement: scores or query")
+      ->capture_default_str();
+  cmd->add_option("--top", args->top, "Candidates listed")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->callback([args] { run_match(*args); });
+}
+
+}  // namespace attndev::app
