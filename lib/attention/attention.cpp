@@ -2,6 +2,9 @@
 // the input stage are problem.cpp's; the numerics of each algorithm are its row function in rows/.
 #include "attention/attention.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "attention/detail.hpp"
 #include "attention/fp8_attention.hpp"
 
@@ -39,6 +42,9 @@ namespace detail {
 // double rounding). Storage-only stages (input, score, prob, output) may be any format up to
 // fp32, fp8 included: rounding a float to it is a few bit operations.
 FastKind fast_kind([[maybe_unused]] Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
+  // The framework model rounds each op twice (fp32, then the tensor's format) and runs FA-2's
+  // tensor form: NativeArith models the kernel model only.
+  if (policy.model == numerics::Model::framework) return FastKind::none;
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
   if (policy.score_accum == Format::fp32 && policy.out_accum == Format::fp32 &&
       float_stats_format(policy.stats) && float_storage(policy.input) &&
@@ -146,6 +152,12 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
   out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
+  // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and
+  // Hadamard steps have no framework-tensor counterpart in attndev.
+  if (is_fp8_algorithm(algorithm) && policy.model == numerics::Model::framework)
+    throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
+                                " models FA-3's fp8 kernel: the framework rounding model does "
+                                "not apply; use a kernel-model policy such as fp8-e4m3");
   const detail::FastKind kind = options.path == Options::Path::generic
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);

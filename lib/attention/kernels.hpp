@@ -433,7 +433,21 @@ struct NativeArith {
       }
     }
   }
-  static constexpr rows::Reduction row_sum() { return {rows::Stage::stats, rows::Stage::stats}; }
+  // The kernel model only (fast_kind() sends the framework model to the generic path): a stage
+  // computes in the format it stores, so an intermediate Held in a stage's compute format is
+  // rounded like the stage, and storing a reduction's result changes nothing.
+  T add(rows::Held h, T x, T y) const { return add(h.stage, x, y); }
+  T sub(rows::Held h, T x, T y) const { return sub(h.stage, x, y); }
+  T mul(rows::Held h, T x, T y) const { return mul(h.stage, x, y); }
+  T div(rows::Held h, T x, T y) const { return div(h.stage, x, y); }
+  T exp(rows::Held h, T x) const { return exp(h.stage, x); }
+  T round(rows::Held, T x) const { return x; }  // already in its format
+  template <class W>
+  T store(W, T x) const {
+    return x;
+  }
+  template <class W>
+  void store_all(W, T*, int) const {}
 
   // rows::sum_into, the same bits: a running sum in bf16/fp16 statistics is a chain of dependent
   // additions, and the exact add (TwoSum and a tie check in double) is long on that chain. When
@@ -442,24 +456,25 @@ struct NativeArith {
   // bf16's q = 8), and it was checked exhaustively over every pair of finite bf16 and of finite
   // fp16 values (docs/numerics.md). The running sum is in F after its first addition; an operand
   // that is not a value of F (NaN included) takes the exact path.
-  T sum_into(rows::Reduction r, T sum, const T* x, int n) const {
+  template <class W>
+  T sum_into(W where, T sum, const T* x, int n) const {
+    const rows::Stage s = rows::stage_of(where);
     if constexpr (kStats == numerics::Format::bf16 || kStats == numerics::Format::fp16) {
-      if (r.accumulate == rows::Stage::stats) {
+      if (s == rows::Stage::stats) {
         int j = 0;
         if (n > 0 && !(round_float<kStats>(sum) == sum)) {
-          sum = add(r.accumulate, sum, x[0]);
+          sum = add(s, sum, x[0]);
           j = 1;
         }
         for (; j < n; ++j) {
           const T xj = x[j];
-          sum = round_float<kStats>(xj) == xj ? round_float<kStats>(sum + xj)
-                                              : add(r.accumulate, sum, xj);
+          sum = round_float<kStats>(xj) == xj ? round_float<kStats>(sum + xj) : add(s, sum, xj);
         }
-        return round(r.stored, sum);
+        return store(where, sum);
       }
     }
-    for (int j = 0; j < n; ++j) sum = add(r.accumulate, sum, x[j]);
-    return round(r.stored, sum);
+    for (int j = 0; j < n; ++j) sum = add(s, sum, x[j]);
+    return store(where, sum);
   }
 };
 

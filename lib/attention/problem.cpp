@@ -90,8 +90,10 @@ Problem make_problem(const numerics::PrecisionPolicy& policy, const Inputs& in,
   return p;
 }
 
+// The scale in the format the score multiply computes in: a kernel's float softmax_scale, a
+// framework's Python float converted to fp32 opmath.
 double Problem::score_scale() const {
-  return numerics::round_to(policy.score_accum, scale);
+  return numerics::round_to(policy.compute(numerics::Stage::score_accum), scale);
 }
 
 double Problem::scale_log2() const {

@@ -16,6 +16,7 @@ using numerics::Stage;
 
 constexpr std::string_view kFmaKey = "fma";
 constexpr std::string_view kOverflowKey = "fp8_overflow";
+constexpr std::string_view kModelKey = "model";
 constexpr std::string_view kBaseKey = "base";
 
 std::vector<std::string_view> object_keys() {
@@ -23,6 +24,7 @@ std::vector<std::string_view> object_keys() {
   for (Stage s : numerics::kAllStages) keys.push_back(numerics::stage_name(s));
   keys.push_back(kFmaKey);
   keys.push_back(kOverflowKey);
+  keys.push_back(kModelKey);
   return keys;
 }
 
@@ -75,7 +77,7 @@ bool parse_preset(const nlohmann::json& value, PrecisionPolicy& out, std::string
 int difference(const PrecisionPolicy& a, const PrecisionPolicy& b) {
   int n = 0;
   for (Stage s : numerics::kAllStages) n += a[s] != b[s];
-  return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow);
+  return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow) + (a.model != b.model);
 }
 
 const numerics::PolicyPreset& nearest_preset(const PrecisionPolicy& policy) {
@@ -91,7 +93,8 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
   if (value.is_string()) return parse_preset(value, out, error);
   if (!value.is_object()) {
     error =
-        "a policy is a preset name or an object {\"base\": preset, <stage>: format, ...}, got " +
+        "a policy is a preset name or an object {\"base\": preset, <stage>: format, \"model\": "
+        "\"kernel\"|\"framework\", ...}, got " +
         type_of(value);
     return false;
   }
@@ -131,6 +134,22 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
       }
       continue;
     }
+    if (key == kModelKey) {
+      const std::string m = v.is_string() ? v.get<std::string>() : std::string();
+      if (m == "kernel") {
+        policy.model = numerics::Model::kernel;
+      } else if (m == "framework") {
+        policy.model = numerics::Model::framework;
+      } else {
+        error =
+            "\"model\": must be \"kernel\" (each op rounded once, to its stage's format) or "
+            "\"framework\" (each op computed in fp32, its output stored in its stage's "
+            "format), got " +
+            v.dump();
+        return false;
+      }
+      continue;
+    }
     const Stage* stage = nullptr;
     for (const Stage& s : numerics::kAllStages)
       if (key == numerics::stage_name(s)) stage = &s;  // found: unknown keys were refused above
@@ -163,6 +182,8 @@ nlohmann::json policy_to_json(const PrecisionPolicy& policy) {
   if (policy.fma != base.policy.fma) j[std::string(kFmaKey)] = policy.fma;
   if (policy.fp8_overflow != base.policy.fp8_overflow)
     j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
+  if (policy.model != base.policy.model)
+    j[std::string(kModelKey)] = numerics::model_name(policy.model);
   return j;
 }
 
@@ -172,6 +193,7 @@ nlohmann::json policy_stages_json(const PrecisionPolicy& policy) {
     j[numerics::stage_name(s)] = numerics::format_name(policy[s]);
   j[std::string(kFmaKey)] = policy.fma;
   j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
+  j[std::string(kModelKey)] = numerics::model_name(policy.model);
   return j;
 }
 
@@ -185,6 +207,8 @@ std::string policy_label(const PrecisionPolicy& policy) {
   if (policy.fma != base.policy.fma) label += policy.fma ? "+fma=true" : "+fma=false";
   if (policy.fp8_overflow != base.policy.fp8_overflow)
     label += std::string("+fp8_overflow=") + overflow_name(policy.fp8_overflow);
+  if (policy.model != base.policy.model)
+    label += std::string("+model=") + numerics::model_name(policy.model);
   return label + ")";
 }
 

@@ -136,6 +136,11 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
       return {true, {}};
 
     case Kernel::baseline: {
+      if (p.model != numerics::Model::kernel)
+        return detail::unsupported(kernel,
+                                   "the framework model (each op in fp32, its output stored) "
+                                   "has no cuBLAS equivalent here; use the emulator or the "
+                                   "faithful kernels");
       if (!p.fma)
         return detail::unsupported(kernel,
                                    "fma=false (separately rounded products) has no "
@@ -195,7 +200,8 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
       // The kernel's precision is fixed by its structure: the kernel-bf16/kernel-fp16 policy.
       const bool kernel_policy = p.score_accum == Format::fp32 && p.score == Format::fp32 &&
                                  p.stats == Format::fp32 && p.out_accum == Format::fp32 &&
-                                 p.prob == p.input && p.output == p.input && p.fma;
+                                 p.prob == p.input && p.output == p.input && p.fma &&
+                                 p.model == numerics::Model::kernel;
       if (!kernel_policy)
         return detail::unsupported(
             kernel, "only the kernel-" + detail::fmt_name(p.input) +

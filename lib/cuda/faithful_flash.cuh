@@ -41,9 +41,12 @@ struct Params {
   rows::Params rows;  // geometry, tile, mask, scales, policy: attention::Problem::row_params()
 };
 
-// Doubles of scratch per query row: the row's scores of one K/V block, and flash1's block P V.
+// Doubles of scratch per query row: the row's scores of one K/V block, and the block's P V
+// where it is formed apart (flash1; flash2 under the framework model).
 ATTNDEV_HD inline int scratch_per_row(attention::Algorithm a, const rows::Params& p) {
-  return p.block_c + (a == attention::Algorithm::flash1 ? p.head_dim : 0);
+  const bool block_pv =
+      a == attention::Algorithm::flash1 || p.policy.model == numerics::Model::framework;
+  return p.block_c + (block_pv ? p.head_dim : 0);
 }
 
 // The (N, d) operands of head (b, h) for the row functions.
@@ -61,9 +64,10 @@ ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
   const int d = p.rows.head_dim;
   double* o_i = p.o + row * d;  // (d): the unnormalized accumulator, then O
   double* s = p.scratch + row * scratch_per_row(attention::Algorithm::flash2, p.rows);  // (Bc)
+  double* pv = s + p.rows.block_c;  // (d), framework model only (scratch_per_row)
   rows::OnlineSoftmax<A> softmax;
   int count = 0;
-  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, nullptr};
+  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv};
   rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), rows::NoDequant{},
                     rows::RegisterState{}, p.rows, i, i + 1, work, o_i, p.lse + row);
 }

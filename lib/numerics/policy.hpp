@@ -9,9 +9,28 @@
 //   prob         P as fed to the second matmul (flash kernels cast P to bf16/fp16 in registers)
 //   out_accum    accumulator of the PV dot products (and flash2's O carried in registers)
 //   output       O as stored; flash1 also stores O between K/V blocks in this format
+//
+// The formats above are where results are *stored*. The rounding model (Model) says what an
+// operation computes in before its result is stored, and so where running state is rounded:
+//   kernel      each operation is computed exactly and rounded once, to its stage's format; a
+//               reduction's running sum (dot product, row sum) is rounded to the stage's format
+//               after every term. Compute format = stored format.
+//   framework   each operation is one op of a framework (PyTorch) on tensors of the stage's
+//               format: it computes in the opmath format (fp32; fp64 for fp64 tensors) and its
+//               output is rounded to the stage's format, so most results are rounded twice
+//               (exact -> fp32 -> bf16), as the framework does. A reduction (matmul, row sum)
+//               accumulates in opmath and is rounded to the stage's format once, at the end.
+// Where the running state (m, l, O) of an online softmax is rounded follows from the two:
+//   every element   kernel model with a narrow stats/out_accum format (each addition to l or O
+//                   rounded to it: the working-* presets)
+//   every K/V block framework model (each block's update is a tensor op whose output is stored),
+//                   and FA-1 under any model (it writes O, l, m to HBM after every block)
+//   never           FA-2 under the kernel model (m, l, O in registers, in their compute formats)
+// docs/numerics.md, "Kernels and frameworks", has the op sequences of each algorithm.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <iterator>
 #include <string_view>
 
@@ -32,6 +51,13 @@ inline constexpr const char* stage_name(Stage s) {
   return kNames[static_cast<int>(s)];
 }
 
+// The rounding model: what an operation computes in before its result is stored (above).
+enum class Model : std::uint8_t { kernel, framework };
+
+inline constexpr const char* model_name(Model m) {
+  return m == Model::framework ? "framework" : "kernel";
+}
+
 struct PrecisionPolicy {
   Format input = Format::fp64;
   Format score_accum = Format::fp64;
@@ -45,6 +71,17 @@ struct PrecisionPolicy {
   bool fma = true;
   // What fp8-e4m3 values beyond 448 become (saturating casts are what FA-3 uses).
   Overflow fp8_overflow = Overflow::saturate;
+  // What an operation computes in before its result is stored (see the top of this file).
+  Model model = Model::kernel;
+
+  // The format stage s's operations compute (and its reductions accumulate) in: the stage's own
+  // format under the kernel model; under the framework model PyTorch's opmath type (float for
+  // every format narrower than double: at::opmath_type<BFloat16/Half> is float).
+  ATTNDEV_HD constexpr Format compute(Stage s) const {
+    const Format f = (*this)[s];
+    if (model == Model::kernel || f == Format::fp64) return f;
+    return Format::fp32;
+  }
 
   // The one stage -> member table: operator[] and at() both read it, on the host and in device
   // code (a local constexpr array, so nvcc needs no __device__ copy of a static table).
@@ -75,21 +112,37 @@ struct PolicyPreset {
 
 namespace detail {
 constexpr PrecisionPolicy uniform_policy(Format f) {
-  return {f, f, f, f, f, f, f, true, Overflow::saturate};
+  return {f, f, f, f, f, f, f, true, Overflow::saturate, Model::kernel};
+}
+// A loop written with framework tensors of format f: every tensor (S, P, m, l, O, each matmul's
+// output) stored in f, every op computed in fp32 opmath (fp64 for f = fp64).
+constexpr PrecisionPolicy framework_policy(Format f) {
+  return {f, f, f, f, f, f, f, true, Overflow::saturate, Model::framework};
 }
 // FA-2 kernel: fp32 scores, statistics and accumulators; P cast to the input format before PV.
 constexpr PrecisionPolicy kernel_policy(Format f) {
-  return {f, Format::fp32, Format::fp32,      Format::fp32, f, Format::fp32,
-          f, true,         Overflow::saturate};
+  return {f, Format::fp32, Format::fp32,       Format::fp32, f, Format::fp32,
+          f, true,         Overflow::saturate, Model::kernel};
 }
-// Every intermediate tensor stored in the working format; matmuls accumulate in fp32 inside.
+// Every stage but the two matmul accumulators in the working format under the kernel model:
+// every softmax operation and every addition to the row sum rounded to f (state rounded at every
+// element). Not a model of a framework (that is framework_policy).
 constexpr PrecisionPolicy working_policy(Format f) {
-  return {f, Format::fp32, f, f, f, Format::fp32, f, true, Overflow::saturate};
+  return {f, Format::fp32, f, f, f, Format::fp32, f, true, Overflow::saturate, Model::kernel};
 }
 // A framework's math path: matmul outputs and softmax output in the working format, softmax
 // computed internally in fp32.
 constexpr PrecisionPolicy torch_math_policy(Format f) {
-  return {f, Format::fp32, f, Format::fp32, f, Format::fp32, f, true, Overflow::saturate};
+  return {f,
+          Format::fp32,
+          f,
+          Format::fp32,
+          f,
+          Format::fp32,
+          f,
+          true,
+          Overflow::saturate,
+          Model::kernel};
 }
 }  // namespace detail
 
@@ -98,9 +151,26 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      detail::kernel_policy(Format::bf16)},
     {"kernel-fp16", "FA-2 kernel: fp16 in/out, fp32 scores/stats/accumulators, P cast to fp16",
      detail::kernel_policy(Format::fp16)},
-    {"working-bf16", "every intermediate tensor stored in bf16 (matmuls accumulate in fp32)",
+    {"framework-bf16",
+     "FA-1 / FA-2 loop (and explicit baseline) written with bf16 PyTorch tensors, as Golden et "
+     "al.'s re-implementation: each op computes in fp32, its output stored in bf16",
+     detail::framework_policy(Format::bf16)},
+    {"framework-fp16",
+     "FA-1 / FA-2 loop (and explicit baseline) written with fp16 PyTorch tensors: each op "
+     "computes in fp32, its output stored in fp16",
+     detail::framework_policy(Format::fp16)},
+    {"framework-fp32", "FA-1 / FA-2 loop (and explicit baseline) written with fp32 PyTorch tensors",
+     detail::framework_policy(Format::fp32)},
+    {"framework-fp64", "FA-1 / FA-2 loop (and explicit baseline) written with fp64 PyTorch tensors",
+     detail::framework_policy(Format::fp64)},
+    {"working-bf16",
+     "ablation, no real implementation: kernel rounding with S, softmax and state in bf16, "
+     "each addition to l rounded (state rounded every element); use framework-bf16 for a "
+     "framework re-implementation",
      detail::working_policy(Format::bf16)},
-    {"working-fp16", "every intermediate tensor stored in fp16 (matmuls accumulate in fp32)",
+    {"working-fp16",
+     "ablation, no real implementation: kernel rounding with S, softmax and state in fp16, "
+     "each addition to l rounded (state rounded every element); use framework-fp16",
      detail::working_policy(Format::fp16)},
     {"torch-math-bf16", "framework math path: S, P, O stored in bf16, softmax computed in fp32",
      detail::torch_math_policy(Format::bf16)},
@@ -111,7 +181,7 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
     {"fp8-e4m3",
      "FA-3 fp8: e4m3 Q/K/V and P, fp32 scores/stats/accumulators, bf16 output",
      {Format::fp8_e4m3, Format::fp32, Format::fp32, Format::fp32, Format::fp8_e4m3, Format::fp32,
-      Format::bf16, true, Overflow::saturate}},
+      Format::bf16, true, Overflow::saturate, Model::kernel}},
 };
 
 inline const PolicyPreset* find_preset(std::string_view name) {

@@ -84,11 +84,15 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
     for (numerics::Stage s : numerics::kAllStages) p.at(s) = kFormats[rng() % kFormats.size()];
     p.fma = rng() % 2;
     p.fp8_overflow = rng() % 2 ? numerics::Overflow::saturate : numerics::Overflow::to_nan;
+    p.model = rng() % 2 ? numerics::Model::framework : numerics::Model::kernel;
     // Half the trials: a preset with one or two stages changed, the usual shape of a custom policy.
     if (trial % 2) {
       p = numerics::kPolicyPresets[rng() % std::size(numerics::kPolicyPresets)].policy;
       p.at(numerics::kAllStages[rng() % 7]) = kFormats[rng() % kFormats.size()];
       if (rng() % 3 == 0) p.fma = !p.fma;
+      if (rng() % 4 == 0)
+        p.model = p.model == numerics::Model::kernel ? numerics::Model::framework
+                                                     : numerics::Model::kernel;
     }
     const json j = config::policy_to_json(p);
     CAPTURE(trial, j.dump());
@@ -96,7 +100,7 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
     CHECK(parse_ok(j) == p);
     CHECK(parse_ok(json::parse(j.dump())) == p);  // through text, as a config file carries it
     const json stages = config::policy_stages_json(p);
-    CHECK(stages.size() == 9);
+    CHECK(stages.size() == 10);    // 7 stages, fma, fp8_overflow, model
     CHECK(parse_ok(stages) == p);  // the spelled-out form is a valid policy object too
   }
   CHECK(custom > 1000);
@@ -144,4 +148,19 @@ TEST_CASE("did_you_mean suggests only plausible typos", "[suggest]") {
   CHECK(config::did_you_mean("xyzzy", kNames).empty());
   CHECK(config::did_you_mean("scor", kNames) == " (did you mean \"score\"?)");
   CHECK(config::join_names(std::span(kNames).first(3)) == "input, score_accum, score");
+}
+
+TEST_CASE("the rounding model is a policy key", "[policy_json]") {
+  const PrecisionPolicy f =
+      parse_ok(json::parse(R"({"base": "torch-math-bf16", "model": "framework"})"));
+  CHECK(f.model == numerics::Model::framework);
+  CHECK(f.score == Format::bf16);
+  CHECK(config::policy_label(f) == "custom(torch-math-bf16+model=framework)");
+  CHECK(parse_ok(json("framework-bf16")).model == numerics::Model::framework);
+  CHECK(parse_ok(json::parse(R"({"base": "framework-bf16", "model": "kernel"})")).model ==
+        numerics::Model::kernel);
+  const std::string e = parse_error(json{{"base", "kernel-bf16"}, {"model", "pytorch"}});
+  CHECK_THAT(e, Catch::Contains("\"model\""));
+  CHECK_THAT(e, Catch::Contains("\"kernel\""));
+  CHECK_THAT(e, Catch::Contains("\"framework\""));
 }

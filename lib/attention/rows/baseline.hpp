@@ -9,6 +9,9 @@
 //                                                                           the scale is in Q)
 //   RowSoftmax: m_i = max_j S_ij; e_ij = exp(S_ij - m_i); l_i = sum_j e_ij; P_ij = R_prob(e_ij/l_i)
 //   O_it = R_output(dequant(sum_j P_ij V_jt)), sequential in out_accum
+// Under the framework model this is `softmax(q @ k^T * scale) @ v` on framework tensors
+// (torch_attention.py's explicit): each matmul accumulates in fp32 and its output is stored,
+// S * scale is an op of its own, and softmax is one op (fp32 inside, only P stored).
 //   lse_i = m_i + log(l_i) in double (reporting only)
 // A row none of whose visible scores is above -inf (no visible key, or all -inf) is O = 0,
 // lse = -inf (rows/softmax.hpp). A row whose scores overflowed to +inf is *not* guarded: that is
@@ -37,11 +40,13 @@ struct BaselineWork {
 };
 
 // A (dequantized) dot product times the scale, in score_accum: S before its rounding to the
-// score format. No multiply when the scale was folded into Q.
+// score format. No multiply when the scale was folded into Q. Under the framework model the
+// matmul's output is stored first and `S * scale` is its own op (fp32, then stored).
 template <class A>
 ATTNDEV_HD inline typename A::Value scale_score(const A& a, const Params& p,
                                                 typename A::Value dot) {
   using T = typename A::Value;
+  dot = a.store(Stage::score_accum, dot);
   return p.scale_scores ? a.mul(Stage::score_accum, dot, static_cast<T>(p.score_scale)) : dot;
 }
 
@@ -75,6 +80,7 @@ ATTNDEV_HD void baseline_rows(const A& a, const Kernels& kern, const Dequant& de
   }
   for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.acc[e] = T(0);
   kern.pv(a, w.s, w.ld_s, w.count, rows, /*j0=*/0, w.acc, w.ld_acc);
+  a.store_all(Stage::out_accum, w.acc, rows * w.ld_acc);  // P V as its matmul stores it
 
   for (int r = 0; r < rows; ++r) {
     double* o_r = o + static_cast<long>(r) * d;

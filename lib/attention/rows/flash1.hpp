@@ -12,6 +12,10 @@
 // At the end lse = m + log(l) (S already includes the scale); a row that saw nothing keeps
 // O = 0 and gets lse = -inf.
 //
+// Under the framework model (FA-1 written with framework tensors, torch_attention.py's fa1) the
+// same steps run with every op computed in fp32 and stored in its stage's format, and the two
+// matmuls' outputs (Q K^T before the scale, the block's P V) stored before they are used.
+//
 // FA-1's loop nest is K/V blocks outer, Q blocks inner. Rows never interact, so running each
 // group of rows through all K/V blocks in increasing order performs the same operations on each
 // row in the same order: the same bits.
@@ -60,6 +64,7 @@ ATTNDEV_HD void flash1_rows(const A& a, const Kernels& kern, const State& state,
       const int n = w.count[r];
       if (n == 0) continue;
       T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
+      a.store_all(Stage::score_accum, s, n);       // QK^T as its matmul stores it (framework model)
       if (p.scale_scores)
         for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
       a.round_all(Stage::score, s, n);
@@ -79,7 +84,8 @@ ATTNDEV_HD void flash1_rows(const A& a, const Kernels& kern, const State& state,
       if (w.count[r] == 0) continue;
       BlockMergeSoftmax<A>& sm = w.softmax[r];
       T* o_r = w.o + static_cast<long>(r) * w.ld_o;
-      const T* pv_r = w.pv + static_cast<long>(r) * w.ld_o;
+      T* pv_r = w.pv + static_cast<long>(r) * w.ld_o;
+      a.store_all(Stage::out_accum, pv_r, w.ld_o);  // P V as its matmul stores it
       for (int t = 0; t < w.ld_o; ++t) o_r[t] = state.o(a, sm.update_o(a, o_r[t], pv_r[t]));
       sm.store(a, state);
     }

@@ -13,6 +13,15 @@
 // End of row: l == 0 -> O = 0, lse = -inf; else O_t = R_output(acc_t * R_stats(1 / l)),
 // lse = m * scale + log(l) in double.
 //
+// Under the framework model the row runs FA-2's Algorithm 1 as a loop over framework tensors
+// (OnlineSoftmax's tensor form; torch_attention.py's fa2), every op's output stored:
+//   S_ij = store(R_score_accum-as-stored(dot) * scale_c)     the matmul's output, then S * scale
+//   OnlineSoftmax (tensor form): m_new, alpha = exp(m - m_new), p = exp(S - m_new),
+//                                l = alpha * l + sum(p)
+//   acc_t = alpha * acc_t + store(sum_j P_ij V_jt)            the block's P V formed apart
+//   O_t = R_output(acc_t / l)
+// so m, l and acc are rounded to their stored formats once per K/V block.
+//
 // A row that sees no key of a block is left untouched by it. A kernel instead runs the block
 // with -inf scores, which leaves m unchanged and rescales by exp2(0): the same values, because
 // exp2_in(stats, 0) == 1 exactly (pinned in test_known_answers.cpp).
@@ -41,7 +50,8 @@ struct Flash2Work {
   int ld_s;
   T* acc;  // (rows, ld_acc >= d) unnormalized O; may be the output row itself (T = double)
   int ld_acc;
-  T* pv;  // (rows, ld_acc) the block's P V, only with Dequant::kBlockLocalPv (else unused)
+  T* pv;  // (rows, ld_acc) the block's P V, only with Dequant::kBlockLocalPv or the framework
+          // model (else unused)
 };
 
 // Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
@@ -51,8 +61,14 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
                             Flash2Work<A> w, double* o, double* lse) {
   using T = typename A::Value;
   const int rows = row_end - row_begin, d = p.head_dim;
+  const bool tensors = p.policy.model == numerics::Model::framework;
+  // The block's P V formed apart and merged: fp8's per-block V scale, or a framework's matmul
+  // output stored before it joins the accumulator.
+  const bool block_local = Dequant::kBlockLocalPv || tensors;
+  const T scale = static_cast<T>(p.score_scale);
   for (int r = 0; r < rows; ++r) {
     w.softmax[r] = OnlineSoftmax<A>{};
+    w.softmax[r].tensors = tensors;
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }
@@ -66,7 +82,10 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
       const int n = w.count[r];
       if (n == 0) continue;
       T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
+      a.store_all(Stage::score_accum, s, n);       // QK^T as its matmul stores it (framework model)
       dequant.scores(a, row_begin + r, j0, s, n);
+      if (tensors && p.scale_scores)
+        for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
       a.round_all(Stage::score, s, n);
       OnlineSoftmax<A>& sm = w.softmax[r];
       if (!sm.rescale(a, block_max(s, n))) {
@@ -75,17 +94,17 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
       }
       sm.probs(a, s, n);
       sm.accumulate(a, s, n);
-      if constexpr (!Dequant::kBlockLocalPv)
-        sm.rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
+      if (!block_local) sm.rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
       a.round_all(Stage::prob, s, n);
     }
-    if constexpr (Dequant::kBlockLocalPv) {
+    if (block_local) {
       for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.pv[e] = T(0);
       kern.pv(a, w.s, w.ld_s, w.count, rows, j0, w.pv, w.ld_acc);
       for (int r = 0; r < rows; ++r) {
         if (w.count[r] == 0) continue;
         T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
-        const T* pv_r = w.pv + static_cast<long>(r) * w.ld_acc;
+        T* pv_r = w.pv + static_cast<long>(r) * w.ld_acc;
+        a.store_all(Stage::out_accum, pv_r, w.ld_acc);  // P V as its matmul stores it
         for (int t = 0; t < w.ld_acc; ++t)
           acc_r[t] = dequant.merge_pv(a, a.mul(Stage::out_accum, acc_r[t], w.softmax[r].alpha),
                                       pv_r[t], j0);
@@ -107,13 +126,18 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     const OnlineSoftmax<A>& sm = w.softmax[r];
     T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
     double* o_r = o + static_cast<long>(r) * d;
-    T inv_l;
-    if (!sm.finish(a, inv_l)) {
+    if (sm.l == T(0)) {  // the row never passed the rescale guard: O = 0, lse = -inf
       for (int t = 0; t < d; ++t) o_r[t] = 0.0;
       lse[r] = neg_inf<double>();
       continue;
     }
-    for (int t = 0; t < d; ++t) acc_r[t] = a.mul(Stage::out_accum, acc_r[t], inv_l);
+    if (tensors) {
+      for (int t = 0; t < d; ++t) acc_r[t] = a.div(Stage::out_accum, acc_r[t], sm.l);  // O / l
+    } else {
+      T inv_l;
+      sm.finish(a, inv_l);
+      for (int t = 0; t < d; ++t) acc_r[t] = a.mul(Stage::out_accum, acc_r[t], inv_l);
+    }
     a.round_all(Stage::output, acc_r, d);
     for (int t = 0; t < d; ++t) o_r[t] = static_cast<double>(acc_r[t]);
     lse[r] = sm.lse(p.lse_scale);

@@ -4,9 +4,10 @@
 // (rows/flash2.hpp, flash1.hpp, baseline.hpp), the faithful CUDA kernels through the same row
 // functions, the cuBLAS baseline's softmax kernel through RowSoftmax's steps.
 //
-//   OnlineSoftmax      FA-2: running max m of the raw scores and running sum l; p = exp2 with
-//                      log2(e) folded into the scale; acc rescaled by alpha; one division at the
-//                      end
+//   OnlineSoftmax      FA-2: running max m and running sum l. The kernel form: p = exp2 with
+//                      log2(e) folded into the scale, acc rescaled by alpha, one multiply by 1/l
+//                      at the end. The tensor form (framework model): Algorithm 1 as written
+//                      with framework tensors: scaled scores, exp, l = a*l + sum(p), O / l
 //   BlockMergeSoftmax  FA-1 (Algorithm 1): each block's own max and sum, merged into the stored
 //                      (m, l) with two exp factors; O renormalized every block
 //   RowSoftmax         baseline: the whole row at once, max subtraction, division by the sum
@@ -36,20 +37,29 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
   return m;
 }
 
-// FA-2's online softmax of one query row (Dao 2023, Algorithm 1). Per K/V block:
+// FA-2's online softmax of one query row (Dao 2023, Algorithm 1), in one of two forms.
+// The kernel form (FA-2's CUDA kernel; scores raw, the scale folded into exp2). Per K/V block:
 //   rescale     m_new = max(m, block max); alpha = exp2((m - m_new) * scale_log2); l *= alpha
 //   probs       p_j = exp2(s_j * scale_log2 - m_new * scale_log2)   (one FFMA when fused)
 //   accumulate  l += p_j in order (the stats-format p, before P is cast: FA-2's row sum)
 //   rescale_o   acc *= alpha (before the block's P V joins it)
-// and at the end finish (1/l) and lse.
+// and at the end finish (1/l; O = acc * (1/l)) and lse.
+// The tensor form (`tensors`: the framework model; scores already scaled, each step one tensor
+// op whose output is stored, scripts/external/torch_attention.py's fa2):
+//   rescale     m_new = max(m, block max); alpha = exp(m - m_new)
+//   probs       p_j = exp(s_j - m_new)
+//   accumulate  l = alpha * l + sum_j p_j      (the sum from 0: its own reduction)
+//   (the caller: acc = alpha * acc + P V, the block's P V stored first)
+// and at the end O = acc / l.
 template <class A>
 struct OnlineSoftmax {
   using T = typename A::Value;
-  T scale_log2 = T(1);  // R_stats(scale * log2 e)
-  T m = neg_inf<T>();   // running max of the raw (unscaled) scores
-  T l = T(0);           // running sum, stats format
-  T alpha = T(0);       // the last rescale's factor
-  T max_scaled = T(0);  // R_stats(m * scale_log2): the subtrahend of every p of the block
+  T scale_log2 = T(1);   // R_stats(scale * log2 e) (kernel form)
+  T m = neg_inf<T>();    // running max of the raw (kernel) or scaled (tensor form) scores
+  T l = T(0);            // running sum, stats format
+  T alpha = T(0);        // the last rescale's factor
+  T max_scaled = T(0);   // R_stats(m * scale_log2): the subtrahend of every p of the block
+  bool tensors = false;  // the tensor form (above)
 
   // Returns false, changing nothing, while every score so far is -inf: the row has nothing to
   // add yet, and m_new - m_new would be -inf - -inf = NaN. alpha is 0 for the first block that
@@ -57,6 +67,11 @@ struct OnlineSoftmax {
   ATTNDEV_HD bool rescale(const A& a, T block_max_score) {
     const T m_new = max_like_std(m, block_max_score);
     if (m_new == neg_inf<T>()) return false;
+    if (tensors) {
+      alpha = m == neg_inf<T>() ? T(0) : a.exp(Stage::stats, a.sub(Stage::stats, m, m_new));
+      m = m_new;
+      return true;
+    }
     max_scaled = a.mul(Stage::stats, m_new, scale_log2);
     alpha =
         m == neg_inf<T>()
@@ -67,6 +82,7 @@ struct OnlineSoftmax {
     return true;
   }
   ATTNDEV_HD T prob(const A& a, T s) const {
+    if (tensors) return a.exp(Stage::stats, a.sub(Stage::stats, s, m));
     return a.exp2(Stage::stats, a.mul_sub(Stage::stats, s, scale_log2, max_scaled));
   }
   // s[0..n) from raw scores to p, in place (a plain loop: vectorized on the fast path).
@@ -74,7 +90,11 @@ struct OnlineSoftmax {
     for (int j = 0; j < n; ++j) s[j] = prob(a, s[j]);
   }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
-    l = sum_into(a, a.row_sum(), l, p, n);
+    if (tensors) {
+      l = a.add(Stage::stats, a.mul(Stage::stats, alpha, l), sum_into(a, Stage::stats, T(0), p, n));
+      return;
+    }
+    l = sum_into(a, Stage::stats, l, p, n);
   }
   ATTNDEV_HD void rescale_o(const A& a, T* acc, int n) const {
     for (int t = 0; t < n; ++t) acc[t] = a.mul(Stage::out_accum, acc[t], alpha);
@@ -86,9 +106,10 @@ struct OnlineSoftmax {
     inv_l = a.div(Stage::stats, T(1), l);
     return true;
   }
-  // Natural-log lse of the scaled scores, in double (reporting): m is a raw score.
+  // Natural-log lse of the scaled scores, in double (reporting): m is a raw score in the kernel
+  // form, a scaled one in the tensor form.
   ATTNDEV_HD double lse(double lse_scale) const {
-    return static_cast<double>(m) * lse_scale + log(static_cast<double>(l));
+    return static_cast<double>(m) * (tensors ? 1.0 : lse_scale) + log(static_cast<double>(l));
   }
 };
 
@@ -120,7 +141,7 @@ struct BlockMergeSoftmax {
     for (int j = 0; j < n; ++j) s[j] = prob(a, s[j]);
   }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
-    lt = sum_into(a, a.row_sum(), T(0), p, n);
+    lt = sum_into(a, Stage::stats, T(0), p, n);
   }
   // f_old is 0 for the row's first block (m == -inf): no exp(-inf - x) is evaluated.
   ATTNDEV_HD void merge(const A& a) {
@@ -147,24 +168,26 @@ struct BlockMergeSoftmax {
 };
 
 // The baseline's softmax of one whole row: m = max_j s_j; e_j = exp(s_j - m); l = sum_j e_j;
-// P_j = e_j / l.
+// P_j = e_j / l. One op (a framework's softmax(-1)): every step is Held in the stats compute
+// format and only P leaves it (R_prob, by softmax_row). Under the kernel model the compute format
+// is the stats format itself.
 template <class A>
 struct RowSoftmax {
   using T = typename A::Value;
+  // Where every step of the softmax is held (a function, not a static member: device code).
+  ATTNDEV_HD static constexpr Held in() { return Held{Stage::stats}; }
   T m = neg_inf<T>(), l = T(0);
 
   ATTNDEV_HD void take_max(T s) { m = max_like_std(m, s); }
   // The guard (see the top of this file): false when no visible score is above -inf.
   ATTNDEV_HD bool has_max() const { return m != neg_inf<T>(); }
-  ATTNDEV_HD T exp(const A& a, T s) const { return a.exp(Stage::stats, a.sub(Stage::stats, s, m)); }
-  ATTNDEV_HD void accumulate(const A& a, const T* e, int n) {
-    l = sum_into(a, a.row_sum(), l, e, n);
-  }
+  ATTNDEV_HD T exp(const A& a, T s) const { return a.exp(in(), a.sub(in(), s, m)); }
+  ATTNDEV_HD void accumulate(const A& a, const T* e, int n) { l = sum_into(a, in(), l, e, n); }
   // The same sum one term at a time, for a caller that recomputes e_j instead of keeping a row
   // (the cuBLAS baseline's softmax kernel): add_term for j = 0, 1, ..., then end_sum.
-  ATTNDEV_HD void add_term(const A& a, T e) { l = a.add(a.row_sum().accumulate, l, e); }
-  ATTNDEV_HD void end_sum(const A& a) { l = a.round(a.row_sum().stored, l); }
-  ATTNDEV_HD T normalize(const A& a, T e) const { return a.div(Stage::stats, e, l); }
+  ATTNDEV_HD void add_term(const A& a, T e) { l = a.add(in(), l, e); }
+  ATTNDEV_HD void end_sum(const A& a) { l = a.store(in(), l); }
+  ATTNDEV_HD T normalize(const A& a, T e) const { return a.div(in(), e, l); }
   ATTNDEV_HD double lse() const { return static_cast<double>(m) + log(static_cast<double>(l)); }
 };
 
