@@ -42,10 +42,15 @@ namespace detail {
 // double rounding). Storage-only stages (input, score, prob, output) may be any format up to
 // fp32, fp8 included: rounding a float to it is a few bit operations.
 FastKind fast_kind([[maybe_unused]] Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
-  // The framework model rounds each op twice (fp32, then the tensor's format) and runs FA-2's
-  // tensor form: NativeArith models the kernel model only.
-  if (policy.model == numerics::Model::framework) return FastKind::none;
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
+  // The framework model computes every stage narrower than fp64 in fp32 and stores each op's
+  // output in its stage's format: float operations and FloatRounder, whatever the formats, as
+  // long as no stage is fp64 (a mixed fp64/fp32 computation has no single value type).
+  if (policy.model == numerics::Model::framework) {
+    for (numerics::Stage s : numerics::kAllStages)
+      if (policy[s] == Format::fp64) return FastKind::none;
+    return FastKind::f32;
+  }
   if (policy.score_accum == Format::fp32 && policy.out_accum == Format::fp32 &&
       float_stats_format(policy.stats) && float_storage(policy.input) &&
       float_storage(policy.score) && float_storage(policy.prob) && float_storage(policy.output))

@@ -33,9 +33,11 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, 
   const std::size_t rows = static_cast<std::size_t>(rb.row_end - rb.row_begin);
   std::vector<rows::OnlineSoftmax<A>> softmax(rows);
   std::vector<int> count(rows);
-  std::vector<T> s(rows * pk.padded);                              // (Br, BcP)
-  std::vector<T> acc(rows * pk.ld_v);                              // (Br, ld) padded like V's rows
-  std::vector<T> pv(Dequant::kBlockLocalPv ? rows * pk.ld_v : 0);  // (Br, ld) the block's P V
+  std::vector<T> s(rows * pk.padded);  // (Br, BcP)
+  std::vector<T> acc(rows * pk.ld_v);  // (Br, ld) padded like V's rows
+  // (Br, ld) the block's P V, formed apart for fp8's V scales and the framework model's matmul
+  const bool block_local = Dequant::kBlockLocalPv || p.policy.model == numerics::Model::framework;
+  std::vector<T> pv(block_local ? rows * pk.ld_v : 0);
   const rows::Flash2Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
                                  acc.data(),     pk.ld_v,      pv.data()};
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
@@ -79,14 +81,14 @@ void baseline_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant
 // The rows of every work item through the algorithm's row function. pk holds the operands the
 // row functions see (the problem's Q, K, V, or the fp8 algorithms' e4m3 values); dequant_of(rb)
 // gives a work item's Dequant hook.
-template <class T, numerics::Format kStats, class DequantOf>
+template <class T, numerics::Format kStats, bool kFramework, class DequantOf>
 void run_items(Algorithm algorithm, const Problem& p, const Packed<T>& pk,
                const DequantOf& dequant_of, Output& out) {
   const bool baseline = algorithm == Algorithm::baseline || algorithm == Algorithm::baseline_fp8;
   const int rows = baseline ? kBaselineRowBlock : p.block_r;
   const std::size_t items = row_block_count(p.shape, rows);
-  using Fused = NativeArith<T, true, kStats>;
-  using Unfused = NativeArith<T, false, kStats>;
+  using Fused = NativeArith<T, true, kStats, kFramework>;
+  using Unfused = NativeArith<T, false, kStats, kFramework>;
   parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const RowBlock rb = row_block(p.shape, rows, item);
     const auto dequant = dequant_of(rb);
@@ -114,19 +116,19 @@ int pack_block(Algorithm algorithm, const Problem& p) {
   return baseline ? kBaselinePackColumns : p.block_c;
 }
 
-template <class T, numerics::Format kStats>
+template <class T, numerics::Format kStats, bool kFramework>
 void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
   const Packed<T> pk = pack_inputs<T>(p, pack_block(algorithm, p));
-  run_items<T, kStats>(
+  run_items<T, kStats, kFramework>(
       algorithm, p, pk, [](const RowBlock&) { return rows::NoDequant{}; }, out);
 }
 
-template <class T, numerics::Format kStats>
+template <class T, numerics::Format kStats, bool kFramework>
 void run_fp8_t(Algorithm algorithm, const Fp8Problem& f, Output& out) {
   const Problem& p = *f.p;
   const Packed<T> pk =
       pack_tensors<T>(p, f.q.values, f.k.values, f.v.values, pack_block(algorithm, p));
-  run_items<T, kStats>(
+  run_items<T, kStats, kFramework>(
       algorithm, p, pk,
       [&f](const RowBlock& rb) {
         return Fp8Dequant{&f.q, &f.k, &f.v, rb.b, rb.h};
@@ -134,35 +136,39 @@ void run_fp8_t(Algorithm algorithm, const Fp8Problem& f, Output& out) {
       out);
 }
 
-// One instantiation per stats format (STYLE.md #5: the one place a runtime choice becomes a
-// template parameter); fast_kind() admitted only these.
-template <template <class, numerics::Format> class Run, class... Args>
-void dispatch(FastKind kind, numerics::Format stats, Args&&... args) {
-  if (kind == FastKind::f64) return Run<double, numerics::Format::fp64>::go(args...);
-  switch (stats) {
+// One instantiation per (value type, stats format, rounding model) the fast path has (STYLE.md
+// #5: the one place a runtime choice becomes a template parameter); fast_kind() admitted only
+// these.
+template <template <class, numerics::Format, bool> class Run, class... Args>
+void dispatch(FastKind kind, const numerics::PrecisionPolicy& policy, Args&&... args) {
+  if (kind == FastKind::f64) return Run<double, numerics::Format::fp64, false>::go(args...);
+  // The framework model computes every stage in fp32: no narrow arithmetic.
+  if (policy.model == numerics::Model::framework)
+    return Run<float, numerics::Format::fp32, true>::go(args...);
+  switch (policy.stats) {
     case numerics::Format::fp32:
-      return Run<float, numerics::Format::fp32>::go(args...);
+      return Run<float, numerics::Format::fp32, false>::go(args...);
     case numerics::Format::bf16:
-      return Run<float, numerics::Format::bf16>::go(args...);
+      return Run<float, numerics::Format::bf16, false>::go(args...);
     case numerics::Format::fp16:
-      return Run<float, numerics::Format::fp16>::go(args...);
+      return Run<float, numerics::Format::fp16, false>::go(args...);
     case numerics::Format::tf32:
-      return Run<float, numerics::Format::tf32>::go(args...);
+      return Run<float, numerics::Format::tf32, false>::go(args...);
     default:
       throw std::logic_error("run_fast: stats format without a fast path (see fast_kind)");
   }
 }
 
-template <class T, numerics::Format kStats>
+template <class T, numerics::Format kStats, bool kFramework>
 struct RunFast {
   static void go(Algorithm algorithm, const Problem& p, Output& out) {
-    run_fast_t<T, kStats>(algorithm, p, out);
+    run_fast_t<T, kStats, kFramework>(algorithm, p, out);
   }
 };
-template <class T, numerics::Format kStats>
+template <class T, numerics::Format kStats, bool kFramework>
 struct RunFp8 {
   static void go(Algorithm algorithm, const Fp8Problem& f, Output& out) {
-    run_fp8_t<T, kStats>(algorithm, f, out);
+    run_fp8_t<T, kStats, kFramework>(algorithm, f, out);
   }
 };
 
@@ -172,12 +178,12 @@ void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out)
   if (algorithm != Algorithm::baseline && algorithm != Algorithm::flash1 &&
       algorithm != Algorithm::flash2)
     throw std::logic_error("run_fast: no fast path for this algorithm (see fast_kind)");
-  dispatch<RunFast>(kind, p.policy.stats, algorithm, p, out);
+  dispatch<RunFast>(kind, p.policy, algorithm, p, out);
 }
 
 void run_fp8_fast(Algorithm algorithm, const Fp8Problem& f, FastKind kind, Output& out) {
   if (!is_fp8_algorithm(algorithm)) throw std::logic_error("run_fp8_fast: not an fp8 algorithm");
-  dispatch<RunFp8>(kind, f.p->policy.stats, algorithm, f, out);
+  dispatch<RunFp8>(kind, f.p->policy, algorithm, f, out);
 }
 
 }  // namespace attndev::attention::detail

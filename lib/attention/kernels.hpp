@@ -314,26 +314,29 @@ inline float round_float(float x) {
   }
 }
 
-// The fast path's arithmetic model (rows/arith.hpp). Valid only where fast_kind() says so:
+// The fast path's arithmetic model (rows/arith.hpp). Valid only where fast_kind() says so.
+// Kernel model (kFramework = false): a stage computes in the format it stores:
 //   score_accum, out_accum  T's own format: an operation rounded to it is one IEEE operation in T
 //   stats                   T's own format, or (T = float) kStats = bf16/fp16/tf32: an operation
 //                           is then numerics::fixed's exact-then-rounded one, the generic path's
 //                           double sequence without branches (a float op rounded afterwards
 //                           would be a double rounding); exp/exp2 are the float functions
 //                           rounded once, exactly as exp_in/exp2_in define them
-//   input, score, prob,     formats a float rounds to with numerics' bit operations
+//   input, score, prob,     any format up to fp32: FloatRounder
 //   output (storage)
+// Framework model (kFramework = true, T = float): every stage computes in fp32 (PyTorch's opmath
+// for every format narrower than double) and an operation's output is stored in its stage's
+// format: one IEEE float operation, then FloatRounder, exactly the generic path's *_in(fp32)
+// followed by policy.round(stage). An intermediate Held{stage} skips the store.
 template <class T, bool kFused,
           numerics::Format kStats =
-              std::is_same_v<T, float> ? numerics::Format::fp32 : numerics::Format::fp64>
+              std::is_same_v<T, float> ? numerics::Format::fp32 : numerics::Format::fp64,
+          bool kFramework = false>
 struct NativeArith {
   using Value = T;
   numerics::PrecisionPolicy policy;
   numerics::FloatRounder rounder[numerics::kAllStages.size()];  // (T = float) each stage's rounding
 
-  // [[gnu::flatten]] on the operations: everything they call (exp_f32, numerics::fixed) is
-  // inlined into them, so the row functions' per-element loops see no call and vectorize; GCC's
-  // inliner otherwise stops at the size of the exact-rounding sequences.
   explicit NativeArith(const numerics::PrecisionPolicy& p) : policy(p) {
     for (numerics::Stage s : numerics::kAllStages)
       rounder[static_cast<int>(s)] = numerics::FloatRounder(p, s);
@@ -343,119 +346,96 @@ struct NativeArith {
   static_assert(kNarrowStats || kStats == numerics::Format::fp32 ||
                 kStats == numerics::Format::fp64);
   static_assert(!kNarrowStats || std::is_same_v<T, float>);
+  static_assert(!kFramework || (std::is_same_v<T, float> && !kNarrowStats),
+                "the framework model computes every narrower stage in fp32");
 
-  [[gnu::flatten]] T add(rows::Stage s, T x, T y) const {
-    if constexpr (kNarrowStats) {
-      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::add_in<kStats>(x, y));
-    }
-    return x + y;
+  // An operation's result as `where` keeps it: a Stage's store (the framework model rounds it to
+  // the stage's format; under the kernel model it was computed in that format), a Held's none.
+  [[gnu::flatten]] T store(rows::Stage s, T x) const {
+    if constexpr (kFramework) return rounder[static_cast<int>(s)](x);
+    return x;
   }
-  [[gnu::flatten]] T sub(rows::Stage s, T x, T y) const {
-    if constexpr (kNarrowStats) {
-      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::sub_in<kStats>(x, y));
+  T store(rows::Held, T x) const { return x; }
+  void store_all(rows::Stage s, T* x, int n) const {
+    if constexpr (kFramework) {
+      const numerics::FloatRounder r = rounder[static_cast<int>(s)];
+      for (int i = 0; i < n; ++i) x[i] = r(x[i]);
     }
-    return x - y;
   }
-  [[gnu::flatten]] T mul(rows::Stage s, T x, T y) const {
-    if constexpr (kNarrowStats) {
-      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::mul_in<kStats>(x, y));
-    }
-    return x * y;
+  void store_all(rows::Held, T*, int) const {}
+
+  // [[gnu::flatten]] on the operations: everything they call (exp_f32, numerics::fixed,
+  // FloatRounder) is inlined into them, so the row functions' per-element loops see no call and
+  // vectorize; GCC's inliner otherwise stops at the size of the exact-rounding sequences.
+  template <class W>
+  [[gnu::flatten]] T add(W w, T x, T y) const {
+    return store(w, compute_add(rows::stage_of(w), x, y));
   }
-  [[gnu::flatten]] T div(rows::Stage s, T x, T y) const {
-    if constexpr (kNarrowStats) {
-      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::div_in<kStats>(x, y));
-    }
-    return x / y;
+  template <class W>
+  [[gnu::flatten]] T sub(W w, T x, T y) const {
+    return store(w, compute_add(rows::stage_of(w), x, -y));
   }
+  template <class W>
+  [[gnu::flatten]] T mul(W w, T x, T y) const {
+    return store(w, compute_mul(rows::stage_of(w), x, y));
+  }
+  template <class W>
+  [[gnu::flatten]] T div(W w, T x, T y) const {
+    return store(w, compute_div(rows::stage_of(w), x, y));
+  }
+  // One step of a reduction, in the compute format (its result is stored by store/store_all).
   [[gnu::flatten]] T mac(rows::Stage s, T acc, T x, T y) const {
     if constexpr (kFused) {
-      if constexpr (kNarrowStats) {
-        if (s == rows::Stage::stats)
-          return static_cast<T>(numerics::fixed::fma_in<kStats>(x, y, acc));
-      }
-      return std::fma(x, y, acc);
+      return compute_fma(s, x, y, acc);
     } else {
-      return add(s, acc, mul(s, x, y));
+      return compute_add(s, acc, compute_mul(s, x, y));
     }
   }
-  [[gnu::flatten]] T mul_sub(rows::Stage s, T x, T y, T z) const {
+  template <class W>
+  [[gnu::flatten]] T mul_sub(W w, T x, T y, T z) const {
+    const rows::Stage s = rows::stage_of(w);
     if constexpr (kFused) {
-      if constexpr (kNarrowStats) {
-        if (s == rows::Stage::stats)
-          return static_cast<T>(numerics::fixed::fma_in<kStats>(x, y, -z));
-      }
-      return std::fma(x, y, -z);
+      return store(w, compute_fma(s, x, y, -z));
     } else {
-      return sub(s, mul(s, x, y), z);
+      return store(w, compute_add(s, compute_mul(s, x, y), -z));
     }
   }
-  [[gnu::flatten]] T exp(rows::Stage s, T x) const {
+  template <class W>
+  [[gnu::flatten]] T exp(W w, T x) const {
     if constexpr (std::is_same_v<T, float>) {
-      const float e = numerics::exp_f32(x);
-      if constexpr (kNarrowStats) {
-        if (s == rows::Stage::stats) return round_float<kStats>(e);
-      }
-      return e;
+      return store(w, round_stats(rows::stage_of(w), numerics::exp_f32(x)));
     } else {
       return numerics::exp_f64(x);
     }
   }
-  [[gnu::flatten]] T exp2(rows::Stage s, T x) const {
+  template <class W>
+  [[gnu::flatten]] T exp2(W w, T x) const {
     if constexpr (std::is_same_v<T, float>) {
-      const float e = numerics::exp2_f32(x);
-      if constexpr (kNarrowStats) {
-        if (s == rows::Stage::stats) return round_float<kStats>(e);
-      }
-      return e;
+      return store(w, round_stats(rows::stage_of(w), numerics::exp2_f32(x)));
     } else {
       return numerics::exp2_f64(x);
     }
   }
-  static constexpr bool is_storage(rows::Stage s) {
-    return s == rows::Stage::input || s == rows::Stage::score || s == rows::Stage::prob ||
-           s == rows::Stage::output;
-  }
+  // A value as its stage stores it (every stage rounds: fp32 stages are the identity rounder).
   [[gnu::flatten]] T round(rows::Stage s, T x) const {
-    if constexpr (std::is_same_v<T, float>) {
-      if (is_storage(s)) return rounder[static_cast<int>(s)](x);
-      if constexpr (kNarrowStats) {
-        if (s == rows::Stage::stats) return round_float<kStats>(x);
-      }
-    }
-    return x;  // score_accum, out_accum (and every stage for T = double) are T itself
+    if constexpr (std::is_same_v<T, float>) return rounder[static_cast<int>(s)](x);
+    return x;  // T = double: every stage is fp64
   }
+  T round(rows::Held, T x) const { return x; }  // already in its format
   void round_all(rows::Stage s, T* x, int n) const {
     if constexpr (std::is_same_v<T, float>) {
-      if (is_storage(s) || (kNarrowStats && s == rows::Stage::stats)) {
-        const numerics::FloatRounder r = rounder[static_cast<int>(s)];
-        for (int i = 0; i < n; ++i) x[i] = r(x[i]);
-      }
+      const numerics::FloatRounder r = rounder[static_cast<int>(s)];
+      for (int i = 0; i < n; ++i) x[i] = r(x[i]);
     }
   }
-  // The kernel model only (fast_kind() sends the framework model to the generic path): a stage
-  // computes in the format it stores, so an intermediate Held in a stage's compute format is
-  // rounded like the stage, and storing a reduction's result changes nothing.
-  T add(rows::Held h, T x, T y) const { return add(h.stage, x, y); }
-  T sub(rows::Held h, T x, T y) const { return sub(h.stage, x, y); }
-  T mul(rows::Held h, T x, T y) const { return mul(h.stage, x, y); }
-  T div(rows::Held h, T x, T y) const { return div(h.stage, x, y); }
-  T exp(rows::Held h, T x) const { return exp(h.stage, x); }
-  T round(rows::Held, T x) const { return x; }  // already in its format
-  template <class W>
-  T store(W, T x) const {
-    return x;
-  }
-  template <class W>
-  void store_all(W, T*, int) const {}
 
   // rows::sum_into, the same bits: a running sum in bf16/fp16 statistics is a chain of dependent
   // additions, and the exact add (TwoSum and a tie check in double) is long on that chain. When
   // both operands are values of F, fl32(a + b) rounded to F *is* RN_F(a + b): double rounding is
   // innocuous for + when the intermediate has p >= 2q + 2 bits (24 >= 2 * 11 + 2 for fp16, and
   // bf16's q = 8), and it was checked exhaustively over every pair of finite bf16 and of finite
-  // fp16 values (docs/numerics.md). The running sum is in F after its first addition; an operand
-  // that is not a value of F (NaN included) takes the exact path.
+  // fp16 values (tools/exhaustive_rounding). The running sum is in F after its first addition;
+  // an operand that is not a value of F (NaN included) takes the exact path.
   template <class W>
   T sum_into(W where, T sum, const T* x, int n) const {
     const rows::Stage s = rows::stage_of(where);
@@ -463,18 +443,53 @@ struct NativeArith {
       if (s == rows::Stage::stats) {
         int j = 0;
         if (n > 0 && !(round_float<kStats>(sum) == sum)) {
-          sum = add(s, sum, x[0]);
+          sum = compute_add(s, sum, x[0]);
           j = 1;
         }
         for (; j < n; ++j) {
           const T xj = x[j];
-          sum = round_float<kStats>(xj) == xj ? round_float<kStats>(sum + xj) : add(s, sum, xj);
+          sum = round_float<kStats>(xj) == xj ? round_float<kStats>(sum + xj)
+                                              : compute_add(s, sum, xj);
         }
         return store(where, sum);
       }
     }
-    for (int j = 0; j < n; ++j) sum = add(s, sum, x[j]);
+    for (int j = 0; j < n; ++j) sum = compute_add(s, sum, x[j]);
     return store(where, sum);
+  }
+
+ private:
+  // An operation in stage s's compute format, before any store.
+  T compute_add(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::add_in<kStats>(x, y));
+    }
+    return x + y;
+  }
+  T compute_mul(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::mul_in<kStats>(x, y));
+    }
+    return x * y;
+  }
+  T compute_div(rows::Stage s, T x, T y) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::div_in<kStats>(x, y));
+    }
+    return x / y;
+  }
+  T compute_fma(rows::Stage s, T x, T y, T z) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return static_cast<T>(numerics::fixed::fma_in<kStats>(x, y, z));
+    }
+    return std::fma(x, y, z);
+  }
+  // exp/exp2 of the kernel model's narrow statistics: the float function rounded once.
+  float round_stats(rows::Stage s, float e) const {
+    if constexpr (kNarrowStats) {
+      if (s == rows::Stage::stats) return round_float<kStats>(e);
+    }
+    return e;
   }
 };
 

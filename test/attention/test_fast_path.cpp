@@ -22,7 +22,8 @@ struct NamedPolicy {
 std::vector<NamedPolicy> fast_policies() {
   std::vector<NamedPolicy> out;
   for (const char* n : {"kernel-bf16", "kernel-fp16", "torch-math-bf16", "torch-math-fp16",
-                        "working-bf16", "working-fp16", "fp32", "fp64", "fp8-e4m3"})
+                        "working-bf16", "working-fp16", "fp32", "fp64", "fp8-e4m3",
+                        "framework-bf16", "framework-fp16", "framework-fp32", "framework-fp64"})
     out.push_back({n, preset(n)});
   nx::PrecisionPolicy p = preset("kernel-bf16");
   p.fma = false;
@@ -50,6 +51,15 @@ std::vector<NamedPolicy> fast_policies() {
   p.score = nx::Format::fp32;  // fp32 operands in fp16 arithmetic: the sticky term decides ties
   p.prob = nx::Format::fp32;
   out.push_back({"working-fp16+score=fp32+prob=fp32", p});
+  // The framework model: fp32 ops, every output stored in its stage's format.
+  p = preset("framework-bf16");
+  p.fma = false;
+  out.push_back({"framework-bf16+fma=false", p});
+  p = preset("framework-fp16");
+  p.stats = nx::Format::bf16;
+  p.score_accum = nx::Format::fp32;
+  p.prob = nx::Format::fp8_e4m3;
+  out.push_back({"framework-fp16+stats=bf16+score_accum=fp32+prob=e4m3", p});
   // fp8 storage: e5m2 scores (overflow to inf), e4m3 P and output with NaN on overflow.
   p = preset("fp8-e4m3");
   p.score = nx::Format::fp8_e5m2;
@@ -69,7 +79,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
   };
   std::size_t compared = 0;
   const std::vector<NamedPolicy> policies = fast_policies();
-  for (int trial = 0; trial < 120; ++trial) {
+  for (int trial = 0; trial < 160; ++trial) {
     const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
     Shape s;
     s.batch = pick({1, 2});
@@ -99,7 +109,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
     }
   }
   INFO("compared " << compared);
-  CHECK(compared >= 120);  // the fast paths were exercised, not skipped
+  CHECK(compared >= 160);  // the fast paths were exercised, not skipped
 }
 
 TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
@@ -116,6 +126,11 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
         "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::flash1, preset("working-fp16"), Options{})) ==
         "fast-f32");
+  // The framework model: fp32 ops stored in each stage's format.
+  for (Algorithm a : kAllAlgorithms)
+    CHECK(std::string(kernel_path(a, preset("framework-bf16"), Options{})) == "fast-f32");
+  CHECK(std::string(kernel_path(Algorithm::flash1, preset("framework-fp64"), Options{})) ==
+        "fast-f64");
   // A bf16 dot-product accumulator has no SIMD kernel: generic path.
   nx::PrecisionPolicy narrow_accum = preset("kernel-bf16");
   narrow_accum.score_accum = nx::Format::bf16;
