@@ -82,12 +82,22 @@ struct OnlineSoftmax {
     return true;
   }
   ATTNDEV_HD T prob(const A& a, T s) const {
-    if (tensors) return a.exp(Stage::stats, a.sub(Stage::stats, s, m));
+    return tensors ? prob_tensor_form(a, s) : prob_kernel_form(a, s);
+  }
+  // s[0..n) from raw scores to p, in place. The form is chosen once, outside the loop: a branch
+  // per element keeps the loop from vectorizing on the fast path.
+  ATTNDEV_HD void probs(const A& a, T* s, int n) const {
+    if (tensors) {
+      for (int j = 0; j < n; ++j) s[j] = prob_tensor_form(a, s[j]);
+    } else {
+      for (int j = 0; j < n; ++j) s[j] = prob_kernel_form(a, s[j]);
+    }
+  }
+  ATTNDEV_HD T prob_kernel_form(const A& a, T s) const {
     return a.exp2(Stage::stats, a.mul_sub(Stage::stats, s, scale_log2, max_scaled));
   }
-  // s[0..n) from raw scores to p, in place (a plain loop: vectorized on the fast path).
-  ATTNDEV_HD void probs(const A& a, T* s, int n) const {
-    for (int j = 0; j < n; ++j) s[j] = prob(a, s[j]);
+  ATTNDEV_HD T prob_tensor_form(const A& a, T s) const {
+    return a.exp(Stage::stats, a.sub(Stage::stats, s, m));
   }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
     if (tensors) {
