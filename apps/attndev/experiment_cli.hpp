@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "experiment/config.hpp"
 #include "experiment/results_store.hpp"
+#include "io/atomic_file.hpp"
 #include "io/provenance.hpp"
 
 namespace attndev::app {
@@ -23,12 +24,14 @@ struct LoadedConfig {
 
 inline LoadedConfig load_config_or_usage(const std::string& path,
                                          const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot read the config file (does it exist?)");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
   try {
-    return {experiment::parse_config(text.str(), overrides), text.str()};
+    text = io::read_file(path, io::kMaxConfigBytes);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string(e.what()) + " (the config file)");
+  }
+  try {
+    return {experiment::parse_config(text, overrides), text};
   } catch (const experiment::ConfigError& e) {
     throw UsageError(path + (e.path().empty() ? "" : ": " + e.path()) + ": " + e.message());
   }

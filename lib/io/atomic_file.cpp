@@ -1,6 +1,7 @@
 #include "io/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,7 +53,36 @@ std::filesystem::path write_temporary(const std::filesystem::path& path, std::st
 
 }  // namespace
 
+bool is_special_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+namespace {
+
+void write_through(const std::filesystem::path& path, std::string_view content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) throw_os_error("cannot open", path);
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      throw_os_error("cannot write", path);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw_os_error("cannot write", path);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+  if (is_special_file(path)) return write_through(path, content);
   const std::filesystem::path tmp = write_temporary(path, content);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
@@ -73,12 +103,24 @@ bool write_file_exclusive(const std::filesystem::path& path, std::string_view co
   throw_os_error("cannot create", path);
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw std::runtime_error("cannot read " + path.string() + ": " +
+                             (S_ISDIR(st.st_mode) ? "a folder" : "a device") +
+                             ", not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    if (static_cast<std::size_t>(in.gcount()) > max_bytes - text.size())
+      throw std::runtime_error("cannot read " + path.string() + ": larger than " +
+                               std::to_string(max_bytes) + " bytes");
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) throw std::runtime_error("cannot read " + path.string() + ": read error");
+  return text;
 }
 
 }  // namespace attndev::io

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/atomic_file.hpp"
 #include "io/memory.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
@@ -192,6 +193,16 @@ const mode_t kProcessUmask = [] {
 }  // namespace
 
 void write_file_atomically(const fs::path& path, std::span<const unsigned char> bytes) {
+  // A device or pipe (`--csv /dev/stdout`) is written through, never replaced by a file.
+  if (is_special_file(path)) {
+    try {
+      write_file_atomic(
+          path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    } catch (const std::runtime_error& e) {
+      throw TensorFileError(e.what());
+    }
+    return;
+  }
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   // The temporary lives in the target folder so that rename() is atomic (same file system).
   std::string base = path.filename().string();

@@ -10,6 +10,7 @@
 #include "config/names.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
+#include "io/atomic_file.hpp"
 #include "io/json_depth.hpp"
 #include "train/corpus.hpp"
 
@@ -375,11 +376,12 @@ StudyConfig parse_study_config(const json& j, bool quick) {
 }
 
 json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path.string(), "cannot open the config file (does it exist?)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  std::string text;
+  try {
+    text = io::read_file(path, io::kMaxConfigBytes);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(path.string(), e.what());
+  }
   if (const auto deep = io::json_depth_error(text, io::kMaxJsonDepth, /*comments=*/true))
     throw ConfigError(path.string(), "the JSON is " + *deep);
   try {

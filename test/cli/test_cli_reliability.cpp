@@ -394,3 +394,95 @@ TEST_CASE("a malformed row in the middle of results.jsonl is rerun with a warnin
   const Result again = run_cli({"report", dir.string(), "--no-summary"});
   CHECK(again.code == 0);
 }
+
+namespace {
+
+// Runs `sh -c SCRIPT` (ATTNDEV in it names the binary); exit code or signal, stderr.
+Result run_shell(const std::string& script) {
+  const fs::path err = work_dir() / "shell.err";
+  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  std::string s = script;
+  for (std::size_t at; (at = s.find("ATTNDEV")) != std::string::npos;)
+    s.replace(at, 7, "'" + binary + "'");
+  const std::string cmd = "sh -c \"" + s + "\" >/dev/null 2>'" + err.string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.err = slurp(err);
+  return r;
+}
+
+// A cap on the address space of the command under test, so that a regression to reading an
+// endless device cannot take the machine's memory with it (not under ASan, which reserves more).
+std::string memory_cap() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "";
+#else
+  return "ulimit -v 4000000; ";
+#endif
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a full, unwritable or endless output or input: a clear error, nothing lost, the rerun "
+    "completes",
+    "[cli][io]") {
+  const fs::path cfg = write_config("tiny_io", kTiny);
+  static int section_run = 0;
+  const fs::path dir = work_dir() / ("tiny_io" + std::to_string(++section_run));
+
+  SECTION("an output folder that cannot be created (even by root)") {
+    const fs::path out = "/proc/attndev-cannot-create/out";
+    const Result r = run_cli({"run", cfg.string(), "-o", out.string()});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err,
+               Catch::Contains("cannot create the output folder /proc/attndev-cannot-create"));
+  }
+  SECTION("results.jsonl on a device that is always full") {
+    fs::create_directories(dir);
+    fs::create_symlink("/dev/full", dir / "results.jsonl");
+    const Result r = run_shell(memory_cap() + "exec ATTNDEV run '" + cfg.string() + "' -o '" +
+                               dir.string() + "' --no-summary");
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("results.jsonl"));
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+    fs::remove(dir / "results.jsonl");
+    CHECK(run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"}).code == 0);
+    CHECK(count_rows(dir / "results.jsonl") == 4);
+  }
+  SECTION("the disk fills in the middle of a run (a file size limit, which binds root too)") {
+    const Result r = run_shell("ulimit -f 4; trap '' XFSZ; exec ATTNDEV run '" + cfg.string() +
+                               "' -o '" + dir.string() + "' --no-summary");
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("File too large"));
+    const Result again = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
+    INFO(again.err);
+    CHECK(again.code == 0);
+    CHECK(count_rows(dir / "results.jsonl") == 4);  // the torn point rerun, nothing twice
+  }
+  SECTION("a config read from an endless device") {
+    const Result r = run_shell(memory_cap() + "exec ATTNDEV validate /dev/zero");
+    INFO(r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+  }
+  SECTION("a table written through a link to a full device is not replaced by a file") {
+    fs::create_directories(dir);
+    fs::create_symlink("/dev/full", dir / "w1.csv");
+    const std::string a = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_a.safetensors";
+    const std::string b = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_b.safetensors";
+    const Result r = run_cli({"wdist", a, b, "--csv", (dir / "w1.csv").string()});
+    INFO(r.err);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("No space left on device"));
+    CHECK(fs::is_symlink(dir / "w1.csv"));
+  }
+}

@@ -116,6 +116,35 @@ TEST_CASE("atomic write replaces the whole file and leaves no temporary", "[io][
   fs::remove_all(dir);
 }
 
+TEST_CASE("read_file stops at its size limit and refuses devices and folders", "[io][atomic]") {
+  const fs::path dir = temp_dir("read_limit");
+  const fs::path file = dir / "c.json";
+  write_file_atomic(file, std::string(1000, 'x'));
+  CHECK(read_file(file, 1000).size() == 1000);  // exactly at the limit: read whole
+  CHECK_THROWS_WITH(read_file(file, 999), Catch::Contains("larger than 999 bytes"));
+  // Larger than one read buffer: the limit holds across chunks, not only within one.
+  write_file_atomic(file, std::string(200000, 'y'));
+  CHECK_THROWS_WITH(read_file(file, 150000), Catch::Contains("larger than 150000 bytes"));
+  CHECK(read_file(file, 200000).size() == 200000);
+  CHECK_THROWS_WITH(read_file("/dev/zero", 1 << 20), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(read_file(dir), Catch::Contains("a folder"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an atomic write to a device goes through it, never replacing it", "[io][atomic]") {
+  const fs::path dir = temp_dir("special");
+  fs::create_symlink("/dev/null", dir / "sink");
+  CHECK(is_special_file(dir / "sink"));
+  CHECK_FALSE(is_special_file(dir));
+  write_file_atomic(dir / "sink", "discarded\n");
+  CHECK(fs::is_symlink(dir / "sink"));
+  CHECK(fs::is_character_file(dir / "sink"));
+  fs::create_symlink("/dev/full", dir / "full");
+  CHECK_THROWS_WITH(write_file_atomic(dir / "full", "x"), Catch::Contains("No space left"));
+  CHECK(fs::is_symlink(dir / "full"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("markdown tables escape pipes and align numeric columns right", "[io][markdown]") {
   const std::string md = markdown_table({"variant", "max_abs"}, {{"a|b", "1e-3"}, {"c\nd", "nan"}});
   CHECK(md.find("a\\|b") != std::string::npos);
