@@ -37,9 +37,14 @@ def fmt(x, digits=3):
 
 
 def load(folder):
-    with open(os.path.join(folder, "results.csv"), newline="") as f:
+    paths = [os.path.join(folder, f) for f in ("results.csv", "results.json")]
+    for p in paths:
+        if not os.path.isfile(p):
+            sys.exit(f"validation_report.py: {p} does not exist; {folder} is not the results folder "
+                     "of a finished `attndev run` (scripts/validate-torch.sh writes one)")
+    with open(paths[0], newline="") as f:
         rows = list(csv.DictReader(f))
-    with open(os.path.join(folder, "results.json")) as f:
+    with open(paths[1]) as f:
         doc = json.load(f)
     return rows, doc
 
@@ -144,7 +149,7 @@ def build(rows, doc, torch_version, command):
             tiles = f", Bc={v['block_c']}"
         out.append(f"| {REAL_NAMES.get(impl_of(external[real]['external']), real)} | "
                    f"{v['algorithm']} {policy_text(v)}{tiles} | {fmt_name} | "
-                   f"{fmt(min(r))}..{fmt(max(r))} | {fmt(min(mr))}..{fmt(max(mr))} | "
+                   f"{fmt(min(r), 4)}..{fmt(max(r), 4)} | {fmt(min(mr))}..{fmt(max(mr))} | "
                    f"{100 * min(idf):.1f}%..{100 * max(idf):.1f}% | {'yes' if ok else '**no**'} |")
     out.append("")
     out.append("### Per sequence length")
@@ -162,7 +167,7 @@ def build(rows, doc, torch_version, command):
         for d in dists:
             cells = [cell(twin, real, d, n) for n in lengths]
             out.append(f"| {d} | " + " | ".join(
-                "-" if c is None else f"{fmt(c['ratio'])} ({100 * c['identical']:.1f}%)"
+                "-" if c is None else f"{fmt(c['ratio'], 4)} ({100 * c['identical']:.1f}%)"
                 for c in cells) + " |")
             out.append(f"| PyTorch mean \\|dev\\| | " + " | ".join(
                 "-" if c is None else fmt(c["real"]) for c in cells) + " |")

@@ -280,7 +280,7 @@ void run_point(const PointArgs& a) {
           {"scale_placement", a.scale_on},
           {"distribution", a.inputs.empty() ? dist.describe() : "file"},
           {"inputs", a.inputs},
-          {"seed", a.seed},
+          {"seed", a.inputs.empty() ? nlohmann::json(a.seed) : nlohmann::json(nullptr)},
           {"threads", a.threads},
           {"backend", a.backend}}},
         {"max_rel_floor", json_number(floor)},
@@ -294,13 +294,18 @@ void run_point(const PointArgs& a) {
     return;
   }
 
+  // Inputs read from a file have no distribution or seed: name the file instead (--dist and
+  // --seed are refused with --inputs, so their defaults would describe inputs never drawn).
+  const std::string source = a.inputs.empty()
+                                 ? "dist=" + dist.describe() + " seed=" + std::to_string(a.seed)
+                                 : "inputs=" + a.inputs;
   std::printf(
       "point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
-      "causal=%s scale-on=%s dist=%s seed=%llu\n",
+      "causal=%s scale-on=%s %s\n",
       algo_name.c_str(), config::policy_label(policy).c_str(),
       config::policy_label(baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
       shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no", a.scale_on.c_str(),
-      dist.describe().c_str(), static_cast<unsigned long long>(a.seed));
+      source.c_str());
   std::printf(
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
       "max_rel floor %s\n\n",

@@ -229,6 +229,16 @@ TEST_CASE("point --dump writes safetensors that --inputs reads back to the same 
   CHECK(again["point"]["seq_kv"] == 24);
   CHECK(again["point"]["heads"] == 2);
   CHECK(again["point"]["distribution"] == "file");
+  CHECK(again["point"]["seed"].is_null());
+  // The text header names the file, not a distribution and seed that drew nothing.
+  const std::string file = (dir / "inputs-bf16.safetensors").string();
+  const RunResult text = run_attndev(
+      "point --algo flash1 --policy working-bf16 --br 8 --bc 8 --inputs '" + file + "'");
+  CHECK(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("inputs=" + file));
+  CHECK_THAT(text.out, !Catch::Contains("dist=") && !Catch::Contains("seed="));
+  const RunResult drawn = run_attndev("point --n 16 --d 8 --seed 4 --dist 'uniform(0,1)'");
+  CHECK_THAT(drawn.out, Catch::Contains("dist=uniform(0,1) seed=4"));
   for (const char* side : {"variant", "baseline"})
     for (const char* m : {"max_abs", "mean_abs", "rmse", "worst_index"}) {
       CAPTURE(side, m);

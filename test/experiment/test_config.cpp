@@ -2,6 +2,9 @@
 // that says how to fix it; good configs parse to the expected typed values.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -390,4 +393,32 @@ TEST_CASE("bad configs name the JSON path and the fix", "[config][errors]") {
     }
   }
   CHECK(cases.size() >= 15);
+}
+
+TEST_CASE("Golden et al. Fig. 3 compares each flash variant with the baseline of its format",
+          "[config][papers]") {
+  // The figure plots max |O_flash - O_baseline| at each format: each flash variant's reference
+  // (the ref_max_abs column) must be the baseline variant of the same format, not the golden.
+  std::ifstream in(ATTNDEV_SOURCE_DIR "/configs/paper/golden2024-fig3-formats.json");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const Config c = parse_config(text.str());
+  std::size_t flash = 0;
+  for (std::size_t v = 0; v < c.variants.size(); ++v) {
+    const Variant& x = c.variants[v];
+    CAPTURE(x.name);
+    if (x.algorithm == attndev::attention::Algorithm::baseline) {
+      CHECK(c.output_reference(v) == -1);
+      continue;
+    }
+    ++flash;
+    const int ref = c.output_reference(v);
+    REQUIRE(ref >= 0);
+    const Variant& r = c.variants[static_cast<std::size_t>(ref)];
+    CHECK(r.algorithm == attndev::attention::Algorithm::baseline);
+    CHECK(r.policy.output == x.policy.output);
+  }
+  CHECK(flash == 8);
+  CHECK(std::find(c.metrics.begin(), c.metrics.end(), "ref_max_abs") != c.metrics.end());
 }
