@@ -174,29 +174,32 @@ std::string match_verdict(const std::vector<MatchResult>& ranked) {
                                 short_num(best.candidate_dev.mean_abs) + " (candidate) vs " +
                                 short_num(best.output_dev.mean_abs) + " (yours), ratio " +
                                 short_num(ratio);
-  if (best.ulps.identical_fraction == 1.0) {
-    // Candidates can coincide (flash1 and flash2 under one policy with a single K/V tile, or
-    // policies that differ only in stages these inputs never reach): name the others, or the
-    // verdict would claim one policy where several explain the output equally.
-    std::vector<std::string> also;
-    for (std::size_t i = 1; i < ranked.size(); ++i)
-      if (ranked[i].status.is_ok() && ranked[i].ulps.identical_fraction == 1.0)
-        also.push_back(ranked[i].candidate.variant.name);
-    std::string text = "explained exactly by " + name + ": every element bit-identical";
-    if (!also.empty()) {
-      text += "; bit-identical too: ";
-      for (std::size_t i = 0; i < also.size() && i < 3; ++i) text += (i ? ", " : "") + also[i];
-      if (also.size() > 3) text += " and " + std::to_string(also.size() - 3) + " more";
-    }
-    return text;
+  // Candidates can coincide (flash1 and flash2 under one policy with a single K/V tile, policies
+  // that differ only in stages these inputs never reach, torch-math-* and framework-* on the
+  // baseline): name those whose agreement equals the best's, or the verdict would claim one
+  // policy where several explain the output equally.
+  std::vector<std::string> also;
+  for (std::size_t i = 1; i < ranked.size(); ++i)
+    if (ranked[i].status.is_ok() &&
+        ranked[i].ulps.identical_fraction == best.ulps.identical_fraction &&
+        ranked[i].difference.mean_abs == best.difference.mean_abs &&
+        ranked[i].difference.max_abs == best.difference.max_abs)
+      also.push_back(ranked[i].candidate.variant.name);
+  std::string equally;
+  if (!also.empty()) {
+    equally = "; equally: ";
+    for (std::size_t i = 0; i < also.size() && i < 3; ++i) equally += (i ? ", " : "") + also[i];
+    if (also.size() > 3) equally += " and " + std::to_string(also.size() - 3) + " more";
   }
+  if (best.ulps.identical_fraction == 1.0)
+    return "explained exactly by " + name + ": every element bit-identical" + equally;
   // Half the elements identical means the same rounding steps in the same places, with a few
   // elements moved by a different summation order or exp (an accuracy twin shares far fewer).
   if (best.ulps.identical_fraction >= 0.5)
     return "explained by " + name + ": " + percent(best.ulps.identical_fraction) +
            " of elements bit-identical, the others within " + short_num(best.max_diff_ulps_at_max) +
            " ulp(s) of " + format + " at the output's largest magnitude (ulp histogram " +
-           best.ulps.histogram_text() + "); " + deviation;
+           best.ulps.histogram_text() + "); " + deviation + equally;
   // No twin in the rounding: say which candidate is as accurate (mean |deviation| ratio nearest 1).
   const MatchResult* closest = &best;
   const auto distance = [](const MatchResult& m) {
