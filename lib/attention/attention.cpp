@@ -43,6 +43,13 @@ namespace detail {
 // fp32, fp8 included: rounding a float to it is a few bit operations.
 FastKind fast_kind([[maybe_unused]] Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   if (all_stages(policy, Format::fp64)) return FastKind::f64;
+  // fp64 accumulators and statistics (or narrow statistics, computed exactly as on the float
+  // path) with storage stages of any format: the double path, its roundings numerics' own.
+  if (policy.model == numerics::Model::kernel && policy.score_accum == Format::fp64 &&
+      policy.out_accum == Format::fp64 &&
+      (policy.stats == Format::fp64 || float_stats_format(policy.stats)) &&
+      policy.stats != Format::fp32)
+    return FastKind::f64;
   // The framework model computes every stage narrower than fp64 in fp32 and stores each op's
   // output in its stage's format: float operations and FloatRounder, whatever the formats, as
   // long as no stage is fp64 (a mixed fp64/fp32 computation has no single value type).

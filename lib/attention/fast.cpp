@@ -141,7 +141,22 @@ void run_fp8_t(Algorithm algorithm, const Fp8Problem& f, Output& out) {
 // these.
 template <template <class, numerics::Format, bool> class Run, class... Args>
 void dispatch(FastKind kind, const numerics::PrecisionPolicy& policy, Args&&... args) {
-  if (kind == FastKind::f64) return Run<double, numerics::Format::fp64, false>::go(args...);
+  if (kind == FastKind::f64) {
+    // fp64 arithmetic; the kernel model's statistics may be narrower (their operations exact,
+    // numerics::fixed, as on the float path).
+    switch (policy.model == numerics::Model::framework ? numerics::Format::fp64 : policy.stats) {
+      case numerics::Format::fp64:
+        return Run<double, numerics::Format::fp64, false>::go(args...);
+      case numerics::Format::bf16:
+        return Run<double, numerics::Format::bf16, false>::go(args...);
+      case numerics::Format::fp16:
+        return Run<double, numerics::Format::fp16, false>::go(args...);
+      case numerics::Format::tf32:
+        return Run<double, numerics::Format::tf32, false>::go(args...);
+      default:
+        throw std::logic_error("run_fast: stats format without a fast path (see fast_kind)");
+    }
+  }
   // The framework model computes every stage in fp32: no narrow arithmetic.
   if (policy.model == numerics::Model::framework)
     return Run<float, numerics::Format::fp32, true>::go(args...);

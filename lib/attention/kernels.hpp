@@ -345,7 +345,6 @@ struct NativeArith {
   static constexpr bool kNarrowStats = numerics::fixed::kSupported<kStats>;
   static_assert(kNarrowStats || kStats == numerics::Format::fp32 ||
                 kStats == numerics::Format::fp64);
-  static_assert(!kNarrowStats || std::is_same_v<T, float>);
   static_assert(!kFramework || (std::is_same_v<T, float> && !kNarrowStats),
                 "the framework model computes every narrower stage in fp32");
 
@@ -405,6 +404,11 @@ struct NativeArith {
     if constexpr (std::is_same_v<T, float>) {
       return store(w, round_stats(rows::stage_of(w), numerics::exp_f32(x)));
     } else {
+      if constexpr (kNarrowStats) {  // exp_in(F, x): the float function, rounded once to F
+        if (rows::stage_of(w) == rows::Stage::stats)
+          return numerics::fixed::round_to<kStats>(
+              static_cast<double>(numerics::exp_f32(static_cast<float>(x))));
+      }
       return numerics::exp_f64(x);
     }
   }
@@ -413,19 +417,32 @@ struct NativeArith {
     if constexpr (std::is_same_v<T, float>) {
       return store(w, round_stats(rows::stage_of(w), numerics::exp2_f32(x)));
     } else {
+      if constexpr (kNarrowStats) {
+        if (rows::stage_of(w) == rows::Stage::stats)
+          return numerics::fixed::round_to<kStats>(
+              static_cast<double>(numerics::exp2_f32(static_cast<float>(x))));
+      }
       return numerics::exp2_f64(x);
     }
   }
   // A value as its stage stores it (every stage rounds: fp32 stages are the identity rounder).
+  // T = double: fp64 arithmetic stages (or narrow statistics), storage stages of any format,
+  // rounded by numerics' own round_to (the golden's stages are all fp64: nothing to do).
   [[gnu::flatten]] T round(rows::Stage s, T x) const {
-    if constexpr (std::is_same_v<T, float>) return rounder[static_cast<int>(s)](x);
-    return x;  // T = double: every stage is fp64
+    if constexpr (std::is_same_v<T, float>) {
+      return rounder[static_cast<int>(s)](x);
+    } else {
+      return policy[s] == numerics::Format::fp64 ? x : policy.round(s, x);
+    }
   }
   T round(rows::Held, T x) const { return x; }  // already in its format
   void round_all(rows::Stage s, T* x, int n) const {
     if constexpr (std::is_same_v<T, float>) {
       const numerics::FloatRounder r = rounder[static_cast<int>(s)];
       for (int i = 0; i < n; ++i) x[i] = r(x[i]);
+    } else {
+      if (policy[s] == numerics::Format::fp64) return;
+      for (int i = 0; i < n; ++i) x[i] = policy.round(s, x[i]);
     }
   }
 
@@ -439,7 +456,8 @@ struct NativeArith {
   template <class W>
   T sum_into(W where, T sum, const T* x, int n) const {
     const rows::Stage s = rows::stage_of(where);
-    if constexpr (kStats == numerics::Format::bf16 || kStats == numerics::Format::fp16) {
+    if constexpr (std::is_same_v<T, float> &&
+                  (kStats == numerics::Format::bf16 || kStats == numerics::Format::fp16)) {
       if (s == rows::Stage::stats) {
         int j = 0;
         if (n > 0 && !(round_float<kStats>(sum) == sum)) {

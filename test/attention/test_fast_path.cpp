@@ -51,6 +51,18 @@ std::vector<NamedPolicy> fast_policies() {
   p.score = nx::Format::fp32;  // fp32 operands in fp16 arithmetic: the sticky term decides ties
   p.prob = nx::Format::fp32;
   out.push_back({"working-fp16+score=fp32+prob=fp32", p});
+  // fp64 arithmetic with one narrower stage (configs/analysis/attribution.json): the double path.
+  for (nx::Stage st :
+       {nx::Stage::input, nx::Stage::score, nx::Stage::stats, nx::Stage::prob, nx::Stage::output}) {
+    p = preset("fp64");
+    p.at(st) = st == nx::Stage::stats ? nx::Format::fp16 : nx::Format::bf16;
+    out.push_back({std::string("fp64+") + nx::stage_name(st) + "=narrow", p});
+  }
+  p = preset("fp64");
+  p.stats = nx::Format::bf16;
+  p.prob = nx::Format::fp8_e4m3;
+  p.fma = false;
+  out.push_back({"fp64+stats=bf16+prob=e4m3+fma=false", p});
   // The framework model: fp32 ops, every output stored in its stage's format.
   p = preset("framework-bf16");
   p.fma = false;
@@ -79,7 +91,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
   };
   std::size_t compared = 0;
   const std::vector<NamedPolicy> policies = fast_policies();
-  for (int trial = 0; trial < 160; ++trial) {
+  for (int trial = 0; trial < 200; ++trial) {
     const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
     Shape s;
     s.batch = pick({1, 2});
@@ -109,7 +121,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
     }
   }
   INFO("compared " << compared);
-  CHECK(compared >= 160);  // the fast paths were exercised, not skipped
+  CHECK(compared >= 200);  // the fast paths were exercised, not skipped
 }
 
 TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
@@ -131,6 +143,9 @@ TEST_CASE("the dispatcher takes the fast paths for the common policies", "[atten
     CHECK(std::string(kernel_path(a, preset("framework-bf16"), Options{})) == "fast-f32");
   CHECK(std::string(kernel_path(Algorithm::flash1, preset("framework-fp64"), Options{})) ==
         "fast-f64");
+  nx::PrecisionPolicy fp64_bf16_score = preset("fp64");
+  fp64_bf16_score.score = nx::Format::bf16;
+  CHECK(std::string(kernel_path(Algorithm::flash1, fp64_bf16_score, Options{})) == "fast-f64");
   // A bf16 dot-product accumulator has no SIMD kernel: generic path.
   nx::PrecisionPolicy narrow_accum = preset("kernel-bf16");
   narrow_accum.score_accum = nx::Format::bf16;
