@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # Installs what attndev needs from Debian's packages, only what is missing; quiet and idempotent.
-# Usage: scripts/setup.sh            (build + test dependencies)
-#        ATTNDEV_SETUP_EXTRA="pkg …"  (more packages, e.g. for SLURM tests)
+# Usage: scripts/setup.sh run     what building attndev and running configs needs (scripts/run.sh)
+#        scripts/setup.sh [test]  run's packages + what the test suite, fuzzing, the SLURM test,
+#                                 the training corpora and plotting need (scripts/test.sh; default)
+#        ATTNDEV_SETUP_EXTRA="pkg …"  more packages
 set -euo pipefail
 
-packages=(cmake ninja-build g++ git pkg-config
-          libcli11-dev nlohmann-json3-dev libspdlog-dev catch2 libeigen3-dev
-          python3 python3-numpy python3-scipy python3-matplotlib
-          clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
-          slurmctld slurmd slurm-client munge          # the real one-node SLURM test
-          fortunes-min                                 # default text corpus of `attndev train`
-          fortunes)                                    # full corpus of the paper weight study
+mode="${1:-test}"
+# Compiler, build tools and the header libraries. catch2 is here too: the release preset
+# configures the tests (one build folder for run.sh and test.sh), even when only attndev is built.
+run_packages=(cmake ninja-build g++ git
+              libcli11-dev nlohmann-json3-dev libspdlog-dev libeigen3-dev catch2)
+test_packages=(pkg-config
+               python3 python3-numpy python3-scipy python3-matplotlib  # test oracles, plots
+               clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
+               slurmctld slurmd slurm-client munge          # the real one-node SLURM test
+               fortunes-min                                 # default text corpus of `attndev train`
+               fortunes)                                    # full corpus of the paper weight study
+case "$mode" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "setup.sh: unknown mode '$mode' (run or test)" >&2; exit 2 ;;
+esac
 # shellcheck disable=SC2206
 packages+=(${ATTNDEV_SETUP_EXTRA:-})
 

@@ -1,8 +1,5 @@
 // Helpers shared by the subcommands: argument validation that fails with a UsageError (exit 2)
 // naming the flag and the fix, non-finite-safe number printing, a plain-text table, provenance.
-//
-// Header-only on purpose: apps/attndev/CMakeLists.txt compiles main.cpp, version.cpp and cmd_*.cpp,
-// so a cli_util.cpp would not be built.
 #pragma once
 
 #include <algorithm>

@@ -5,8 +5,6 @@
 // Every timed configuration is first checked (STYLE.md #7): the output must be finite, and where a
 // fast path runs it must equal the generic path bit for bit on a small sub-problem. A failed
 // check is reported and nothing is timed for it (exit 1).
-#include <CLI/CLI.hpp>
-#include <Eigen/Dense>
 
 #include <algorithm>
 #include <chrono>
@@ -20,8 +18,9 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "attention/parallel.hpp"
+#include "bench_gemm.hpp"
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/memory.hpp"
@@ -88,34 +87,6 @@ attention::Inputs bench_inputs(const attention::Shape& s, numerics::Format f) {
   const double half_width = std::sqrt(3.0);
   return inputs::make_inputs(s, inputs::Distribution::uniform(-half_width, half_width),
                              /*seed=*/1, f);
-}
-
-// Seconds for the two GEMMs of attention (S = Q K^T, then O = S V) over every (batch, head), in
-// Scalar, with the query rows split into `threads` slices run on the thread pool (Eigen
-// parallelizes only through OpenMP, which this build does not use; splitting rows keeps each GEMM
-// a large Eigen product).
-// The FLOP count is 4 * B * H * N_q * N_kv * d, the non-causal attention count.
-template <class Scalar>
-double eigen_gemm_seconds(const attention::Shape& s, int threads) {
-  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Matrix q = Matrix::Random(s.seq_q, s.head_dim);
-  const Matrix k = Matrix::Random(s.seq_kv, s.head_dim);
-  const Matrix v = Matrix::Random(s.seq_kv, s.head_dim);
-  const int n_threads = std::max(1, std::min(threads, s.seq_q));
-  std::vector<Matrix> scores(static_cast<std::size_t>(n_threads));
-  std::vector<Matrix> out(static_cast<std::size_t>(n_threads));
-  auto work = [&](int t) {
-    const int r0 = static_cast<int>(static_cast<long>(s.seq_q) * t / n_threads);
-    const int r1 = static_cast<int>(static_cast<long>(s.seq_q) * (t + 1) / n_threads);
-    for (int bh = 0; bh < s.batch * s.heads; ++bh) {
-      scores[t].noalias() = q.middleRows(r0, r1 - r0) * k.transpose();  // (rows, N_kv)
-      out[t].noalias() = scores[t] * v;                                 // (rows, d)
-    }
-  };
-  return seconds_of([&] {
-    attention::parallel_for(static_cast<std::size_t>(n_threads), n_threads, /*schedule_seed=*/0,
-                            [&](std::size_t t) { work(static_cast<int>(t)); });
-  });
 }
 
 std::vector<Config> configs_of(const BenchArgs& a) {
@@ -245,8 +216,8 @@ void run_bench(const BenchArgs& a) {
   // The GEMM references: equal FLOP count, scaled from the full product when causal.
   std::vector<double> t32, t64;
   for (int r = 0; r < a.repeats; ++r) {
-    t32.push_back(eigen_gemm_seconds<float>(shape, threads) * flops / full_flops);
-    t64.push_back(eigen_gemm_seconds<double>(shape, threads) * flops / full_flops);
+    t32.push_back(eigen_gemm_seconds(/*single=*/true, shape, threads) * flops / full_flops);
+    t64.push_back(eigen_gemm_seconds(/*single=*/false, shape, threads) * flops / full_flops);
   }
   const double gemm32 = median_of(t32), gemm64 = median_of(t64);
 
@@ -317,9 +288,9 @@ void run_bench(const BenchArgs& a) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
+void add_bench_command(cli::Command& app) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "bench",
       "Time the CPU emulator (median of repeats, GFLOP/s) against an Eigen GEMM of equal FLOPs");
   cmd->add_option("--n", args->n, "Query sequence length N_q")->capture_default_str();

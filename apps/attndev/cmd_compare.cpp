@@ -1,6 +1,5 @@
 // `attndev compare A B [--metric M]... [--rows K]`: line up two result folders on matching
 // (point, variant) and show how metrics moved (B/A). Exit 3 when no point matches.
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/compare.hpp"
@@ -16,14 +16,15 @@
 
 namespace attndev::app {
 
-void add_compare_command(CLI::App& app) {
+void add_compare_command(cli::Command& app) {
   struct Args {
     std::string a, b;
     std::vector<std::string> metrics;
     std::size_t rows = 50;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("compare", "Compare two result folders on matching points");
+  cli::Command* cmd =
+      app.add_subcommand("compare", "Compare two result folders on matching points");
   cmd->add_option("a", args->a, "Results folder A (the reference)")->required();
   cmd->add_option("b", args->b, "Results folder B")->required();
   cmd->add_option("-m,--metric", args->metrics,

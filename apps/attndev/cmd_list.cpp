@@ -1,6 +1,5 @@
 // `attndev list [formats|presets|algorithms|distributions|backends] [--json]`: what this build
 // can run, printed from the same tables the runner uses (a registry has one source of truth).
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "config/policy_json.hpp"
 #include "numerics/policy.hpp"
@@ -202,9 +202,9 @@ void run_list(const ListArgs& args) {
 
 }  // namespace
 
-void add_list_command(CLI::App& app) {
+void add_list_command(cli::Command& app) {
   auto args = std::make_shared<ListArgs>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "list", "Formats, precision presets, algorithms, input distributions and backends");
   cmd->add_option("section", args->section,
                   "Only one section: formats, presets, algorithms, distributions, backends");

@@ -1,8 +1,6 @@
 // `attndev match OUTPUT --inputs FILE`: ranks emulated candidates (algorithm x policy x tiles) by
 // how exactly they reproduce an output some implementation computed from known inputs, and says
 // which policy explains it (experiment/match.hpp). docs/validation.md shows it on PyTorch.
-#include <CLI/CLI.hpp>
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -176,9 +175,9 @@ void run_match(const MatchArgs& a) {
 
 }  // namespace
 
-void add_match_command(CLI::App& app) {
+void add_match_command(cli::Command& app) {
   auto args = std::make_shared<MatchArgs>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "match",
       "Rank emulated kernels (algorithm x policy x tiles) by how exactly they reproduce an "
       "output computed from known inputs, and say which policy explains it");

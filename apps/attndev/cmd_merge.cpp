@@ -1,11 +1,11 @@
 // `attndev merge DIR`: combine the shard files of DIR, drop duplicates, report missing points and
 // the `sbatch --array=` list that reruns them. Exit 0 when complete, 1 when points are missing.
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/merge.hpp"
@@ -14,9 +14,9 @@
 
 namespace attndev::app {
 
-void add_merge_command(CLI::App& app) {
+void add_merge_command(cli::Command& app) {
   auto dir = std::make_shared<std::string>();
-  CLI::App* cmd =
+  cli::Command* cmd =
       app.add_subcommand("merge", "Combine shard results in a folder; report missing points");
   cmd->add_option("dir", *dir, "Results folder holding results.shard-<i>-of-<N>.jsonl files")
       ->required();

@@ -1,7 +1,6 @@
 // `attndev plan CONFIG [-a ...] [--shard i/N] [--max-points K] [--no-estimate]`: what a run
 // would do: points, variants, points skipped by constraints (with the reason), FLOPs, and a
 // time estimate from a short calibration of each variant on this machine.
-#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "experiment/inputs.hpp"
 #include "experiment/memory.hpp"
@@ -43,7 +43,7 @@ double seconds_per_flop(attention::Algorithm algorithm, const numerics::Precisio
 
 }  // namespace
 
-void add_plan_command(CLI::App& app) {
+void add_plan_command(cli::Command& app) {
   struct Args {
     std::string config;
     std::vector<std::string> overrides;
@@ -53,7 +53,7 @@ void add_plan_command(CLI::App& app) {
     int threads = 0;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "plan", "Show the points, variants, skipped points, FLOPs and estimated time of a config");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("-a,--axis", args->overrides,

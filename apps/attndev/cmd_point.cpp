@@ -4,7 +4,6 @@
 // something only next to a baseline's at the same precision). The variant runs through
 // experiment::run_variant, the same call `attndev run` makes, so a kernel reachable here is
 // reachable from a config and vice versa.
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +16,7 @@
 
 #include "attention/attention.hpp"
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "config/policy_json.hpp"
@@ -331,9 +331,9 @@ void run_point(const PointArgs& a) {
 
 }  // namespace
 
-void add_point_command(CLI::App& app) {
+void add_point_command(cli::Command& app) {
   auto args = std::make_shared<PointArgs>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "point", "Measure one point: variant and same-precision baseline against the FP64 golden");
   cmd->add_option("--algo", args->algo,
                   "Algorithm: baseline, flash1, flash2, the fp8 ones (attndev list algorithms), or "
@@ -345,7 +345,7 @@ void add_point_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--baseline-policy", args->baseline_policy,
                   "Policy of the baseline beside the variant (default: --policy)");
-  std::vector<CLI::Option*> shape_flags;
+  std::vector<cli::Option*> shape_flags;
   shape_flags.push_back(
       cmd->add_option("--n", args->n, "Query sequence length")->capture_default_str());
   shape_flags.push_back(
@@ -381,7 +381,7 @@ void add_point_command(CLI::App& app) {
                   "flash2-tc)")
       ->capture_default_str();
   cmd->callback([args, shape_flags] {
-    for (const CLI::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;
+    for (const cli::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;
     run_point(*args);
   });
 }

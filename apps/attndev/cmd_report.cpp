@@ -1,11 +1,11 @@
 // `attndev report DIR`: rebuild results.csv, results.json and summary.md from the JSONL files
 // in DIR without recomputing anything (after editing `metrics`, or on a copied folder).
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
 #include <string>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/result_tables.hpp"
@@ -14,13 +14,13 @@
 
 namespace attndev::app {
 
-void add_report_command(CLI::App& app) {
+void add_report_command(cli::Command& app) {
   struct Args {
     std::string dir;
     bool quiet_summary = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
   cmd->add_option("dir", args->dir, "Results folder of `attndev run`")->required();
   cmd->add_flag("--no-summary", args->quiet_summary, "Do not print summary.md");

@@ -4,7 +4,6 @@
 // DIR/results*.jsonl and, for an unsharded run, writes results.csv, results.json and summary.md.
 // Exit codes (docs/results.md): 0 ok; 1 a variant failed; 2 bad config/flags/folder; 3 nothing
 // compared (every variant skipped); 75 interrupted by SIGINT/SIGTERM/SIGHUP (rerun to resume).
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/memory.hpp"
@@ -78,7 +78,7 @@ class StopSignals {
 
 }  // namespace
 
-void add_run_command(CLI::App& app) {
+void add_run_command(cli::Command& app) {
   struct Args {
     std::string config;
     std::string out;
@@ -90,7 +90,7 @@ void add_run_command(CLI::App& app) {
     bool print_summary = true;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "run", "Run an experiment config (resumes an interrupted run in the same folder)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("-o,--out", args->out, "Output folder (default: results/<config name>)");

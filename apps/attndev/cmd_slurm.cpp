@@ -5,7 +5,6 @@
 // array with one task per shard and a merge job that runs after all of them. With --submit it
 // runs submit.sh and prints the job ids. Everything that can be checked here is checked before
 // anything is written, so a refused command leaves no half-made folder behind.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/plan.hpp"
@@ -105,7 +105,7 @@ std::set<std::size_t> existing_shard_counts(const fs::path& dir) {
 
 }  // namespace
 
-void add_slurm_command(CLI::App& app) {
+void add_slurm_command(cli::Command& app) {
   struct Args {
     std::string config;
     std::string out;
@@ -118,7 +118,7 @@ void add_slurm_command(CLI::App& app) {
     bool submit = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "slurm",
       "Write sbatch scripts that run a config as a SLURM job array (one task per shard) "
       "plus a merge job; --submit submits them");

@@ -8,7 +8,6 @@
 // the Q, K, V of every attention layer at those steps, readable as `attndev point --inputs`.
 // Exit codes: 0 ok; 2 bad config, flags, text file or output folder (nothing written);
 // 1 a run failed while training (e.g. non-finite gradients in fp32).
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/config.hpp"
@@ -159,9 +159,9 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(cli::Command& app) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "train", "Train the small transformer on the CPU with emulated attention (a run or a study)");
   cmd->add_option("config", args->config, "Run or study config (JSON)")->required();
   cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)");
@@ -176,9 +176,9 @@ void add_train_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--quick", args->quick, "Study: merge the config's \"quick\" block (the CI form)");
   cmd->add_option("--steps", args->steps, "Override the number of steps of every run")
-      ->check(CLI::Range(1, 1000000));
+      ->check(cli::Range(1, 1000000));
   cmd->add_option("-j,--threads", args->threads, "Attention threads (results do not depend on it)")
-      ->check(CLI::Range(1, 1024));
+      ->check(cli::Range(1, 1024));
   cmd->add_flag("--force", args->force, "Write into a non-empty output folder");
   cmd->callback([args] {
     std::string line = "attndev train " + args->config;

@@ -1,25 +1,25 @@
 // `attndev validate CONFIG [-a AXIS=VALUES]...`: check a config without running or writing
 // anything. Exit 0 when it is valid, 2 with the JSON path of the first problem otherwise.
-#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "experiment/plan.hpp"
 #include "experiment_cli.hpp"
 
 namespace attndev::app {
 
-void add_validate_command(CLI::App& app) {
+void add_validate_command(cli::Command& app) {
   struct Args {
     std::string config;
     std::vector<std::string> overrides;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "validate", "Check an experiment config (nothing runs, nothing is written)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("-a,--axis", args->overrides,

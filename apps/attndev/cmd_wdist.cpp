@@ -2,7 +2,6 @@
 // folders of safetensors / .npy) tensor by tensor: Wasserstein-1 between the value
 // distributions, max |b - a| and ||b - a|| / ||a|| for equal shapes, and an aggregate.
 // A is the reference. docs/wdist.md describes formats, matching and the columns.
-#include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "io/memory.hpp"
@@ -237,9 +237,9 @@ void run_wdist(const WdistOptions& opt) {
 
 }  // namespace
 
-void add_wdist_command(CLI::App& app) {
+void add_wdist_command(cli::Command& app) {
   auto opt = std::make_shared<WdistOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  cli::Command* cmd = app.add_subcommand(
       "wdist",
       "Compare two checkpoints (safetensors/.npy files or folders) tensor by tensor: "
       "Wasserstein-1, max|a-b|, relative L2");

@@ -1,4 +1,5 @@
-// One function per subcommand; each adds itself to the CLI11 app and sets its callback.
+// One function per subcommand; each adds itself to the command line (cli.hpp) and sets its
+// callback.
 // main.cpp calls them all explicitly (a registry with one call site, STYLE.md #6).
 //
 // A callback reports its exit code by throwing CommandExit (so that RAII cleanup runs) or by
@@ -8,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-namespace CLI {
-class App;
+namespace attndev::app::cli {
+class Command;
 }
 
 namespace attndev::app {
@@ -23,18 +24,18 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-void add_list_command(CLI::App& app);
-void add_point_command(CLI::App& app);
-void add_bench_command(CLI::App& app);
-void add_run_command(CLI::App& app);
-void add_validate_command(CLI::App& app);
-void add_plan_command(CLI::App& app);
-void add_report_command(CLI::App& app);
-void add_compare_command(CLI::App& app);
-void add_merge_command(CLI::App& app);
-void add_slurm_command(CLI::App& app);
-void add_train_command(CLI::App& app);
-void add_wdist_command(CLI::App& app);
-void add_match_command(CLI::App& app);
+void add_list_command(cli::Command& app);
+void add_point_command(cli::Command& app);
+void add_bench_command(cli::Command& app);
+void add_run_command(cli::Command& app);
+void add_validate_command(cli::Command& app);
+void add_plan_command(cli::Command& app);
+void add_report_command(cli::Command& app);
+void add_compare_command(cli::Command& app);
+void add_merge_command(cli::Command& app);
+void add_slurm_command(cli::Command& app);
+void add_train_command(cli::Command& app);
+void add_wdist_command(cli::Command& app);
+void add_match_command(cli::Command& app);
 
 }  // namespace attndev::app

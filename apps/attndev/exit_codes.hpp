@@ -7,6 +7,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;          // a run failed (I/O error, a variant failed, ...)
 inline constexpr int kExitUsage = 2;            // bad flags, bad config, bad input file
 inline constexpr int kExitNothingCompared = 3;  // every variant was skipped: nothing was measured
-inline constexpr int kExitInterrupted = 75;     // SIGINT/SIGTERM/SIGHUP: results flushed, rerun resumes
+inline constexpr int kExitInterrupted =
+    75;  // SIGINT/SIGTERM/SIGHUP: results flushed, rerun resumes
 
 }  // namespace attndev::app

@@ -1,6 +1,5 @@
 // Helpers shared by the experiment commands (run, validate, plan, report, compare, merge):
 // config loading with errors mapped to exit 2, --shard parsing.
-// Header-only: apps/attndev/CMakeLists.txt compiles only main.cpp, version.cpp and cmd_*.cpp.
 #pragma once
 
 #include <cstdlib>

@@ -18,15 +18,11 @@
 #include <string_view>
 
 #include "numerics/format.hpp"
+#include "train/config_types.hpp"
 
 namespace attndev::train {
 
 using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-enum class Precision : unsigned char { fp64, fp32, bf16, fp16 };
-
-const char* precision_name(Precision p);
-bool parse_precision(std::string_view text, Precision& out);
 
 // Format of matmul operands and outputs.
 numerics::Format matmul_format(Precision p);

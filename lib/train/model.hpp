@@ -6,18 +6,10 @@
 #include <vector>
 
 #include "train/attention_layer.hpp"
+#include "train/config_types.hpp"
 #include "train/layers.hpp"
 
 namespace attndev::train {
-
-struct ModelConfig {
-  int vocab = 97;
-  int d_model = 64;
-  int heads = 4;
-  int layers = 2;
-  int context = 64;
-  int mlp_hidden = 256;
-};
 
 struct Block {
   Block(int index, const ModelConfig& cfg);

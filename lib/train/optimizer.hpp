@@ -6,20 +6,10 @@
 #include <vector>
 
 #include "numerics/format.hpp"
+#include "train/config_types.hpp"
 #include "train/layers.hpp"
 
 namespace attndev::train {
-
-struct AdamWConfig {
-  double lr = 3e-3;
-  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio at the last step
-  int warmup_steps = 20;
-  double beta1 = 0.9;
-  double beta2 = 0.99;
-  double eps = 1e-8;
-  double weight_decay = 0.01;
-  double grad_clip = 1.0;  // max global L2 norm; <= 0 disables clipping
-};
 
 class AdamW {
  public:

@@ -30,9 +30,7 @@
 
 #include "attention/attention.hpp"
 #include "numerics/policy.hpp"
-#include "train/dense.hpp"
-#include "train/model.hpp"
-#include "train/optimizer.hpp"
+#include "train/config_types.hpp"
 
 namespace attndev::train {
 

@@ -20,6 +20,8 @@
 #include "io/tensor_file.hpp"
 #include "train/corpus.hpp"
 #include "train/in_model.hpp"
+#include "train/model.hpp"
+#include "train/optimizer.hpp"
 #include "train/train_config.hpp"
 
 namespace attndev::train {

@@ -7,7 +7,7 @@ target_include_directories(cuda_test_flash2_tc_sim PRIVATE ${PROJECT_SOURCE_DIR}
 # at build time). Without a device it exits 77 and ctest reports it as skipped, never passed.
 if(TARGET attndev_cuda)
   add_executable(cuda_gpu_kernels ${CMAKE_CURRENT_LIST_DIR}/gpu_kernels.cpp)
-  target_link_libraries(cuda_gpu_kernels PRIVATE ${ATTNDEV_TEST_LIBS} Catch2::Catch2)
+  target_link_libraries(cuda_gpu_kernels PRIVATE attndev_catch_main ${ATTNDEV_TEST_LIBS})
   target_include_directories(cuda_gpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/lib
                              ${PROJECT_SOURCE_DIR}/test ${PROJECT_SOURCE_DIR}/tools)
   add_test(NAME cuda_gpu_kernels COMMAND cuda_gpu_kernels)

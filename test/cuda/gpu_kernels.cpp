@@ -2,8 +2,8 @@
 // reason and exits 77, which ctest reports as SKIPPED (SKIP_RETURN_CODE, test/cuda/extra.cmake):
 // Catch2 v2 has no SKIP, and "nothing was compared" must never read as a pass.
 //
-// Not a catch_discover_tests target: discovery would run the binary at build time.
-#define CATCH_CONFIG_RUNNER
+// Not a catch_discover_tests target: discovery would run the binary at build time. Catch2's
+// implementation comes from attndev_catch_main (test/catch_session.cpp); main() is this file's.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "catch_run.hpp"
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/lse_tolerance.hpp"
@@ -183,5 +184,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("device: %s\n", cuda::device_info().describe().c_str());
-  return Catch::Session().run(argc, argv);
+  return attndev::test::run_catch_session(argc, argv);
 }

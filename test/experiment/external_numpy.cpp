@@ -6,7 +6,7 @@
 //
 // Needs a python3 with numpy (Debian's python3-numpy, scripts/setup.sh); without one it exits 77
 // (ctest: skipped), never passes. Not a catch_discover_tests target (test/experiment/extra.cmake).
-#define CATCH_CONFIG_RUNNER
+// Catch2's implementation comes from attndev_catch_main (test/catch_session.cpp); main() is ours.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "catch_run.hpp"
 #include "experiment/config.hpp"
 #include "experiment/external_helpers.hpp"
 #include "experiment/merge.hpp"
@@ -242,5 +243,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("python: %s\n", g_python.c_str());
-  return Catch::Session().run(argc, argv);
+  return attndev::test::run_catch_session(argc, argv);
 }

@@ -5,7 +5,7 @@
 #                              scripts/external/numpy_attention.py (python3 with numpy)
 foreach(t external_numpy)
   add_executable(experiment_${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.cpp)
-  target_link_libraries(experiment_${t} PRIVATE ${ATTNDEV_TEST_LIBS} Catch2::Catch2
+  target_link_libraries(experiment_${t} PRIVATE attndev_catch_main ${ATTNDEV_TEST_LIBS}
                         nlohmann_json::nlohmann_json)
   target_include_directories(experiment_${t} PRIVATE ${PROJECT_SOURCE_DIR}/lib
                              ${PROJECT_SOURCE_DIR}/test)
