@@ -22,6 +22,7 @@ const std::vector<std::string>& result_columns() {
     for (std::string_view m : kReferenceColumns) c.emplace_back(m);
     c.emplace_back("runtime_ms");
     c.emplace_back("gflops");
+    c.emplace_back("tflops");
     c.emplace_back("flops");
     return c;
   }();
@@ -84,6 +85,11 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
     row["runtime_ms"] = io::number_json(outcome.runtime_ms);
     row["gflops"] =
         io::number_json(outcome.runtime_ms > 0 ? flops / (outcome.runtime_ms * 1e6) : 0.0);
+    // A GPU kernel's rate, from CUDA events around the launches alone (median of the repeats,
+    // cold L2; docs/cuda.md): only cuda rows have one. A CPU row's runtime is the wall time of
+    // the whole call and its gflops says so; the two are not to be put side by side.
+    if (variant.backend == Backend::cuda && outcome.runtime_ms > 0)
+      row["tflops"] = io::number_json(flops / (outcome.runtime_ms * 1e9));
   }
   row["flops"] = io::number_json(flops);
   return row;

@@ -131,6 +131,7 @@ std::map<std::string, json> rows_of(const fs::path& file) {
     json c = r;
     c.erase("runtime_ms");
     c.erase("gflops");
+    c.erase("tflops");
     const std::string key =
         r["point_id"].get<std::string>() + "/" + r["variant"].get<std::string>();
     INFO("duplicate row " << key << " in " << file);

@@ -97,3 +97,44 @@ TEST_CASE("configs/paper and configs/analysis load and plan in full, not only th
       check_experiment_config(f);
   }
 }
+
+TEST_CASE("configs/validation load and plan", "[configs]") {
+  const std::vector<fs::path> files = json_files(kConfigs / "validation");
+  REQUIRE_FALSE(files.empty());
+  for (const fs::path& f : files) check_experiment_config(f);
+}
+
+// scripts/gpu-check.sh runs torch-cuda.json on a GPU node, where a wrong pairing would only show
+// up as meaningless ratios: every real kernel (PyTorch's CUDA backends, attndev's CUDA kernels)
+// must run on the GPU and be compared with an emulated twin of the same output format.
+TEST_CASE("torch-cuda.json runs every real kernel on the GPU beside an emulated twin",
+          "[configs]") {
+  using attndev::experiment::Backend;
+  const attndev::experiment::Config config =
+      attndev::experiment::parse_config(slurp(kConfigs / "validation" / "torch-cuda.json"), {});
+  auto find = [&](const std::string& name) -> const attndev::experiment::Variant* {
+    for (const auto& v : config.variants)
+      if (v.name == name) return &v;
+    return nullptr;
+  };
+  int external = 0, cuda = 0;
+  for (const auto& v : config.variants) {
+    if (v.backend == Backend::cpu) continue;
+    INFO(v.name);
+    if (v.backend == Backend::external) {
+      ++external;
+      REQUIRE(v.external.has_value());
+      CHECK(v.external->command.find("--device cuda") != std::string::npos);
+    } else {
+      CHECK(v.backend == Backend::cuda);
+      ++cuda;
+    }
+    const attndev::experiment::Variant* twin = find(v.reference);
+    REQUIRE(twin != nullptr);
+    CHECK(twin->backend == Backend::cpu);
+    CHECK(v.ratio_to == v.reference);
+    CHECK(twin->policy.output == v.policy.output);
+  }
+  CHECK(external == 8);  // flash, efficient, cudnn, math at bf16 and fp16
+  CHECK(cuda == 4);      // flash2-tc and the cuBLAS baseline at bf16 and fp16
+}

@@ -58,6 +58,7 @@ std::map<std::string, Json> by_key(const std::vector<Json>& rows) {
   for (Json row : rows) {
     row.erase("runtime_ms");
     row.erase("gflops");
+    row.erase("tflops");
     out[row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>()] = row;
   }
   return out;

@@ -60,6 +60,7 @@ std::map<std::string, Json> comparable(const std::vector<Json>& rows) {
   for (Json row : rows) {
     row.erase("runtime_ms");
     row.erase("gflops");
+    row.erase("tflops");
     const std::string key =
         row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
     REQUIRE(out.count(key) == 0);
@@ -418,4 +419,32 @@ TEST_CASE("a variant with its own tiles runs with them, once per input set, and 
   CHECK(rows[3]["block_c"] == 32);
   CHECK(rows[1]["mean_abs"] != rows[0]["mean_abs"]);  // Bc changes the flash2 result
   fs::remove_all(dir);
+}
+
+// tflops is a GPU kernel's rate (CUDA events around the launches): a CPU or external row's
+// runtime is a wall time, and a rate in the same column would invite the comparison.
+TEST_CASE("tflops is written for cuda rows only, from flops and runtime_ms", "[runner]") {
+  const Config config = parse_config(kConfig, {});
+  const Plan plan = make_plan(config);
+  REQUIRE_FALSE(plan.points.empty());
+  const Point& point = plan.points.front();
+  VariantOutcome outcome;
+  outcome.runtime_ms = 2.0;
+  Variant variant = config.variants.front();
+
+  variant.backend = Backend::cuda;
+  const Json cuda_row = make_row(point, variant, outcome, nullptr);
+  REQUIRE(cuda_row.contains("tflops"));
+  const double flops = cuda_row["flops"].get<double>();
+  REQUIRE(flops > 0);
+  CHECK(cuda_row["tflops"].get<double>() == flops / (2.0 * 1e9));
+  CHECK(cuda_row["gflops"].get<double>() == flops / (2.0 * 1e6));
+
+  for (Backend b : {Backend::cpu, Backend::external}) {
+    variant.backend = b;
+    CHECK_FALSE(make_row(point, variant, outcome, nullptr).contains("tflops"));
+  }
+  variant.backend = Backend::cuda;
+  outcome.status = Status::skipped("no device");
+  CHECK_FALSE(make_row(point, variant, outcome, nullptr).contains("tflops"));
 }
