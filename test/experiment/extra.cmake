@@ -3,7 +3,10 @@
 # ctest reports them as skipped, never passed.
 #   experiment_external_numpy  the external-variant protocol end to end with
 #                              scripts/external/numpy_attention.py (python3 with numpy)
-foreach(t external_numpy)
+#   experiment_external_torch_framework
+#                              framework-bf16/fp16 against the PyTorch loops they model
+#                              (scripts/external/torch_attention.py; a python3 with torch)
+foreach(t external_numpy external_torch_framework)
   add_executable(experiment_${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.cpp)
   target_link_libraries(experiment_${t} PRIVATE attndev_catch_main ${ATTNDEV_TEST_LIBS}
                         nlohmann_json::nlohmann_json)
@@ -15,3 +18,5 @@ foreach(t external_numpy)
   set_tests_properties(experiment_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
 set_tests_properties(experiment_external_numpy PROPERTIES LABELS "experiment;external")
+set_tests_properties(experiment_external_torch_framework PROPERTIES LABELS
+                     "experiment;external;torch")
