@@ -46,12 +46,25 @@ for line in open(sys.argv[1]):
         current["smem"] = int(s.group(1)) if s else 0
         rows.append(current)
         current = None
+def strip_parameters(name):
+    """Drops the trailing (parameter list) of a demangled name; template arguments may hold
+    parentheses themselves ((int)64), so the list is found by matching from the end."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i]
+    return name
+
+
 names = subprocess.run(["c++filt"], input="\n".join(r["name"] for r in rows), text=True,
                        capture_output=True, check=True).stdout.splitlines()
 print("| kernel | arch | registers | stack B | spill stores/loads B | static smem B |")
 print("|---|---|---|---|---|---|")
 for r, n in sorted(zip(rows, names), key=lambda x: (x[1], x[0]["arch"])):
-    n = re.sub(r"\(.*\)$", "", n).replace("attndev::cuda::", "").replace("|", "\\|")
+    n = strip_parameters(n).replace("attndev::cuda::", "").replace("|", "\\|")
     print(f"| `{n}` | {r['arch']} | {r['regs']} | {r.get('stack', 0)} | "
           f"{r.get('spill_st', 0)}/{r.get('spill_ld', 0)} | {r['smem']} |")
 print(f"\n{len(rows)} kernel instantiations x architectures", file=sys.stderr)
