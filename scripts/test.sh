@@ -12,6 +12,14 @@ ctest --test-dir build/release --output-on-failure --timeout 300 -j "${ATTNDEV_J
 # separate build folder, sm_90 only, what scripts/gpu-check.sh builds.
 if [ $# -eq 0 ]; then
   scripts/ci-bundle-build.sh
+  # The unit tests under ASan + UBSan (a second, separate build; its cost on CI's 2 cores is in
+  # README.md, "Tests"). ATTNDEV_SANITIZE_TESTS=0 leaves it out (a quick local run).
+  if [ "${ATTNDEV_SANITIZE_TESTS:-1}" != 0 ]; then
+    scripts/sanitize.sh
+  else
+    echo "test.sh: ATTNDEV_SANITIZE_TESTS=0: scripts/sanitize.sh left out" >&2
+  fi
 else
-  echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build) left out" >&2
+  echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build) and" \
+       "scripts/sanitize.sh left out" >&2
 fi
