@@ -19,7 +19,16 @@ if [ $# -eq 0 ]; then
   else
     echo "test.sh: ATTNDEV_SANITIZE_TESTS=0: scripts/sanitize.sh left out" >&2
   fi
+  # Each libFuzzer target for a bounded time from its seed corpus (fuzz/seeds, configs/); a crash
+  # fails the suite and its input is kept under fuzz/seeds/ as a regression case (ctest's
+  # fuzz_replay_* replay every kept input in every build). ATTNDEV_FUZZ_SECONDS=0 leaves it out.
+  fuzz_seconds="${ATTNDEV_FUZZ_SECONDS:-60}"
+  if [ "$fuzz_seconds" != 0 ]; then
+    scripts/fuzz.sh "$fuzz_seconds"
+  else
+    echo "test.sh: ATTNDEV_FUZZ_SECONDS=0: scripts/fuzz.sh left out" >&2
+  fi
 else
-  echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build) and" \
-       "scripts/sanitize.sh left out" >&2
+  echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build)," \
+       "scripts/sanitize.sh and scripts/fuzz.sh left out" >&2
 fi
