@@ -9,7 +9,7 @@
 #include <vector>
 
 #ifndef ATTNDEV_VERSION
-#error "lib/io/CMakeLists.txt defines ATTNDEV_VERSION, ATTNDEV_GIT_REV and ATTNDEV_COMPILER"
+#error "lib/io/CMakeLists.txt defines ATTNDEV_VERSION and ATTNDEV_COMPILER"
 #endif
 
 namespace attndev::io {
@@ -62,9 +62,7 @@ std::string own_command_line() {
 const char* tool_version() {
   return ATTNDEV_VERSION;
 }
-const char* git_revision() {
-  return ATTNDEV_GIT_REV;
-}
+// git_revision() is generated at build time (cmake/git_revision.cmake).
 const char* compiler_name() {
   return ATTNDEV_COMPILER;
 }

@@ -75,6 +75,23 @@ TEST_CASE("attndev --version names the version, revision and compiler", "[cli]")
   CHECK_THAT(r.out, Catch::Contains("git "));
 }
 
+// The revision is read at build time (cmake/git_revision.cmake): a commit made after configuring
+// must show in the next build's provenance (it was fixed at configure time and went stale).
+TEST_CASE("attndev --version names the commit the binary was built from", "[cli]") {
+  const std::string head_file =
+      (fs::temp_directory_path() / ("attndev_head_" + std::to_string(::getpid()))).string();
+  const std::string git =
+      "git -C '" ATTNDEV_SOURCE_DIR "' rev-parse --short=12 HEAD >'" + head_file + "' 2>/dev/null";
+  const bool checkout = std::system(git.c_str()) == 0;
+  std::string head = checkout ? slurp(head_file) : "unknown";  // outside git: "unknown"
+  fs::remove(head_file);
+  while (!head.empty() && (head.back() == '\n' || head.back() == '\r')) head.pop_back();
+  REQUIRE(head.size() == (checkout ? 12u : 7u));
+  const RunResult r = run_attndev("--version");
+  INFO(r.out << " (rebuild after a commit: the binary must carry the commit it was built from)");
+  CHECK_THAT(r.out, Catch::Contains("git " + head));
+}
+
 TEST_CASE("attndev list prints every section", "[cli]") {
   const RunResult r = run_attndev("list");
   INFO(r.err);

@@ -1,0 +1,12 @@
+// FA-3's fp8 algorithms on the double fast path (kernel model).
+// (fast_kinds.hpp: why the fast path's instantiations are spread over several units.)
+#include "attention/fast_items.hpp"
+
+namespace attndev::attention::detail::fast {
+
+#define ATTNDEV_INSTANTIATE(T, S, F) \
+  template void run_fp8_t<T, S, F>(Algorithm, const Fp8Problem&, Output&);
+ATTNDEV_FAST_KERNEL_KINDS_F64(ATTNDEV_INSTANTIATE)
+#undef ATTNDEV_INSTANTIATE
+
+}  // namespace attndev::attention::detail::fast
