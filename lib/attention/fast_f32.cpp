@@ -1,4 +1,7 @@
-// The float fast path under the kernel model: fp32 arithmetic, statistics fp32/bf16/fp16/tf32.
+// The float fast path: the kernel model (fp32 arithmetic, statistics fp32/bf16/fp16/tf32) and the
+// framework model (every op in fp32, its output stored). The framework instantiation stays in this
+// unit: compiled alone it ran 5-10% slower (bench, framework-bf16, N=2048), the float helpers
+// it shares with the kernel model inlined differently.
 // (fast_kinds.hpp: why the fast path's instantiations are spread over several units.)
 #include "attention/fast_items.hpp"
 
@@ -8,5 +11,8 @@ namespace attndev::attention::detail::fast {
   template void run_fast_t<T, S, F>(Algorithm, const Problem&, Output&);
 ATTNDEV_FAST_KERNEL_KINDS_F32(ATTNDEV_INSTANTIATE)
 #undef ATTNDEV_INSTANTIATE
+
+// The framework model.
+template void run_fast_t<float, numerics::Format::fp32, true>(Algorithm, const Problem&, Output&);
 
 }  // namespace attndev::attention::detail::fast

@@ -18,6 +18,9 @@
 
 namespace attndev::attention::detail::fast {
 
+// Internal linkage: each unit has its own copy of the work items of the kinds it instantiates.
+namespace {
+
 // Columns of K per packed tile of the baseline. A multiple of every vector width, so the tiles of
 // one row of S are contiguous and a row of S is one array over j.
 constexpr int kBaselinePackColumns = 64;
@@ -106,10 +109,12 @@ void run_items(Algorithm algorithm, const Problem& p, const Packed<T>& pk,
   });
 }
 
-inline int pack_block(Algorithm algorithm, const Problem& p) {
+int pack_block(Algorithm algorithm, const Problem& p) {
   const bool baseline = algorithm == Algorithm::baseline || algorithm == Algorithm::baseline_fp8;
   return baseline ? kBaselinePackColumns : p.block_c;
 }
+
+}  // namespace
 
 template <class T, numerics::Format kStats, bool kFramework>
 void run_fast_t(Algorithm algorithm, const Problem& p, Output& out) {
