@@ -3,7 +3,7 @@
 # -O1 -g, no CUDA): out-of-bounds reads in the safetensors/npy readers, overflows in size
 # arithmetic, use-after-free in the runner. Any sanitizer report fails the test that caused it
 # (UBSan does not recover: -fno-sanitize-recover in CMakeLists.txt; ASan aborts).
-# scripts/test.sh calls this after the release suite (docs/testing in README.md: the cost).
+# scripts/test.sh calls this after the release suite (README.md, "Tests").
 # Usage: scripts/sanitize.sh [extra ctest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
