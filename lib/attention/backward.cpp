@@ -130,8 +130,6 @@ double scaled_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, i
       numerics::mul_in(pol.score_accum, acc, numerics::round_to(pol.score_accum, score_scale)));
 }
 
-constexpr double kLog2e = 1.4426950408889634;
-
 HeadGrad baseline_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s, bool causal,
                        double score_scale, double grad_scale) {
   const int nq = s.seq_q, nk = s.seq_kv, d = s.head_dim;
@@ -218,12 +216,13 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
   // FA-2 recomputes P = exp2(S * scale*log2(e) - lse*log2(e)) with the lse stored in float and
   // one fma, the same exp2 form as its forward (so P matches the forward's up to the final
   // division by l, which lse absorbs).
-  const double scale_log2 = pol.round(Stage::stats, score_scale * kLog2e);
+  const double scale_log2 = pol.round(Stage::stats, score_scale * numerics::kLog2e);
   std::vector<double> lse_log2(nq);
   for (int i = 0; i < nq; ++i)
-    lse_log2[i] = x.lse[i] == kNegInf
-                      ? kNegInf
-                      : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), kLog2e);
+    lse_log2[i] =
+        x.lse[i] == kNegInf
+            ? kNegInf
+            : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), numerics::kLog2e);
   for (int j0 = 0; j0 < nk; j0 += bc) {
     const int j1 = std::min(nk, j0 + bc);
     for (int i0 = 0; i0 < nq; i0 += br) {

@@ -4,15 +4,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "numerics/math.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::attention {
 
 namespace {
-
-// log2(e) to double precision; the product with the scale is taken in double, then rounded once
-// to the stats format.
-constexpr double kLog2e = 1.4426950408889634074;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument(message);
@@ -97,7 +94,7 @@ double Problem::score_scale() const {
 }
 
 double Problem::scale_log2() const {
-  return policy.round(numerics::Stage::stats, (scale_in_query ? 1.0 : scale) * kLog2e);
+  return policy.round(numerics::Stage::stats, (scale_in_query ? 1.0 : scale) * numerics::kLog2e);
 }
 
 rows::Params Problem::row_params() const {

@@ -9,6 +9,7 @@
 #include "cuda/cuda_check.cuh"
 #include "cuda/flash2_tc.cuh"
 #include "cuda/launch.cuh"
+#include "numerics/math.hpp"
 
 namespace attndev::cuda {
 
@@ -47,7 +48,7 @@ Prepared prepare_flash2_tc(const DeviceProblem& problem) {
   // Placement `query` already scaled Q on the host; the kernel then works with scale 1.
   const double scale = problem.scale_scores ? problem.scale : 1.0;
   p.scale = static_cast<float>(scale);
-  p.scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  p.scale_log2 = static_cast<float>(scale * numerics::kLog2e);
   p.causal = problem.options.causal;
 
   constexpr int kBytes = tc::Layout<Tag>::kBytes;

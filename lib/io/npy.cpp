@@ -17,10 +17,6 @@ constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 // numpy itself refuses headers above 10000 bytes by default; allow more, but bounded.
 constexpr std::size_t kMaxHeaderBytes = 1u << 20;
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw TensorFileError(source + ": " + what);
-}
-
 struct HeaderValue {
   enum class Kind { string, boolean, tuple } kind;
   std::string text;
@@ -65,7 +61,7 @@ class DictParser {
 
  private:
   [[noreturn]] void bad(const std::string& what) {
-    fail(source_, "malformed .npy header (" + what + "): the file is corrupt");
+    fail_tensor_file(source_, "malformed .npy header (" + what + "): the file is corrupt");
   }
   char peek() const { return p_ < end_ ? *p_ : '\0'; }
   void skip_space() {
@@ -152,13 +148,15 @@ std::optional<DType> dtype_from_descr(const std::string& source, const std::stri
   if (descr == "<f4") return DType::f32;
   if (descr == "<f2") return DType::f16;
   if (!descr.empty() && descr[0] == '>') {
-    fail(source, "dtype '" + descr +
-                     "' is big-endian; attndev reads little-endian floats only: save it with "
-                     "arr.astype('<f4') (or '<f8', '<f2')");
+    fail_tensor_file(source,
+                     "dtype '" + descr +
+                         "' is big-endian; attndev reads little-endian floats only: save it with "
+                         "arr.astype('<f4') (or '<f8', '<f2')");
   }
-  fail(source, "dtype '" + descr +
-                   "' is not supported (only little-endian floats '<f8', '<f4', '<f2'): convert "
-                   "with arr.astype('<f4')");
+  fail_tensor_file(
+      source, "dtype '" + descr +
+                  "' is not supported (only little-endian floats '<f8', '<f4', '<f2'): convert "
+                  "with arr.astype('<f4')");
 }
 
 // Fortran (column-major) data -> C (row-major) order. Walks the C index as an odometer and keeps
@@ -191,14 +189,14 @@ std::vector<double> fortran_to_c(const std::vector<double>& f,
 NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& source,
                       std::string name) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    fail(source, "not a .npy file (it does not start with \\x93NUMPY); check the file");
+    fail_tensor_file(source, "not a .npy file (it does not start with \\x93NUMPY); check the file");
   }
-  if (bytes.size() < 10) fail(source, "file ends inside the .npy preamble: truncated");
+  if (bytes.size() < 10) fail_tensor_file(source, "file ends inside the .npy preamble: truncated");
   const int major = bytes[6];
   const int minor = bytes[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0) {
-    fail(source, ".npy format version " + std::to_string(major) + "." + std::to_string(minor) +
-                     " is not supported (1.0, 2.0, 3.0 are)");
+    fail_tensor_file(source, ".npy format version " + std::to_string(major) + "." +
+                                 std::to_string(minor) + " is not supported (1.0, 2.0, 3.0 are)");
   }
   std::size_t header_len = 0;
   std::size_t header_start = 0;
@@ -206,19 +204,21 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
     header_len = bytes[8] | (std::size_t{bytes[9]} << 8);
     header_start = 10;
   } else {
-    if (bytes.size() < 12) fail(source, "file ends inside the .npy preamble: truncated");
+    if (bytes.size() < 12)
+      fail_tensor_file(source, "file ends inside the .npy preamble: truncated");
     header_len = bytes[8] | (std::size_t{bytes[9]} << 8) | (std::size_t{bytes[10]} << 16) |
                  (std::size_t{bytes[11]} << 24);
     header_start = 12;
   }
   if (header_len > kMaxHeaderBytes) {
-    fail(source, ".npy header length " + std::to_string(header_len) + " exceeds the limit of " +
-                     std::to_string(kMaxHeaderBytes) + " bytes: corrupt file");
+    fail_tensor_file(source, ".npy header length " + std::to_string(header_len) +
+                                 " exceeds the limit of " + std::to_string(kMaxHeaderBytes) +
+                                 " bytes: corrupt file");
   }
   if (header_len > bytes.size() - header_start) {
-    fail(source, ".npy header length " + std::to_string(header_len) +
-                     " runs past the end of the file (" + std::to_string(bytes.size()) +
-                     " bytes): the file is truncated");
+    fail_tensor_file(source, ".npy header length " + std::to_string(header_len) +
+                                 " runs past the end of the file (" + std::to_string(bytes.size()) +
+                                 " bytes): the file is truncated");
   }
   const char* h = reinterpret_cast<const char*>(bytes.data() + header_start);
   const auto items = DictParser(h, h + header_len, source).parse();
@@ -231,18 +231,20 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
                                : key == "fortran_order" ? &fortran
                                : key == "shape"         ? &shape
                                                         : nullptr;
-    if (!slot) fail(source, "unexpected key '" + key + "' in the .npy header: corrupt file");
-    if (*slot) fail(source, "key '" + key + "' occurs twice in the .npy header: corrupt file");
+    if (!slot)
+      fail_tensor_file(source, "unexpected key '" + key + "' in the .npy header: corrupt file");
+    if (*slot)
+      fail_tensor_file(source, "key '" + key + "' occurs twice in the .npy header: corrupt file");
     *slot = &value;
   }
   if (!descr || descr->kind != HeaderValue::Kind::string) {
-    fail(source, ".npy header lacks a string 'descr': corrupt file");
+    fail_tensor_file(source, ".npy header lacks a string 'descr': corrupt file");
   }
   if (!fortran || fortran->kind != HeaderValue::Kind::boolean) {
-    fail(source, ".npy header lacks a boolean 'fortran_order': corrupt file");
+    fail_tensor_file(source, ".npy header lacks a boolean 'fortran_order': corrupt file");
   }
   if (!shape || shape->kind != HeaderValue::Kind::tuple) {
-    fail(source, ".npy header lacks a tuple 'shape': corrupt file");
+    fail_tensor_file(source, ".npy header lacks a tuple 'shape': corrupt file");
   }
   const DType dtype = *dtype_from_descr(source, descr->text);
 
@@ -256,7 +258,8 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
   bool zero = false;
   for (std::uint64_t d : shape->dims) {
     if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail(source, "shape dimension " + std::to_string(d) + " is too large: corrupt file");
+      fail_tensor_file(source,
+                       "shape dimension " + std::to_string(d) + " is too large: corrupt file");
     }
     t.shape.push_back(static_cast<std::int64_t>(d));
     if (d == 0) {
@@ -264,8 +267,9 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
     } else if (!zero) {
       // Bounded by the data present, so the product cannot overflow.
       if (numel > max_elems / d) {
-        fail(source, "shape needs more data than the file holds (" + std::to_string(data_bytes) +
-                         " bytes after the header): the file is truncated");
+        fail_tensor_file(source, "shape needs more data than the file holds (" +
+                                     std::to_string(data_bytes) +
+                                     " bytes after the header): the file is truncated");
       }
       numel *= d;
     }
@@ -273,9 +277,9 @@ NamedTensor parse_npy(std::span<const unsigned char> bytes, const std::string& s
   if (zero) numel = 0;
   const std::uint64_t want = numel * dtype_size(dtype);
   if (data_bytes != want) {
-    fail(source, "the shape needs " + std::to_string(want) + " data bytes but the file holds " +
-                     std::to_string(data_bytes) +
-                     (data_bytes < want ? ": truncated" : ": corrupt"));
+    fail_tensor_file(source, "the shape needs " + std::to_string(want) +
+                                 " data bytes but the file holds " + std::to_string(data_bytes) +
+                                 (data_bytes < want ? ": truncated" : ": corrupt"));
   }
   // As doubles, and a second copy when the data is in Fortran order.
   require_memory(sat_mul(fortran->flag ? 16 : 8, numel), source + ": its values");

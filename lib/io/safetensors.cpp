@@ -17,10 +17,6 @@ namespace {
 
 constexpr std::size_t kLengthBytes = 8;
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw TensorFileError(source + ": " + what);
-}
-
 std::string tensor_label(const std::string& name) {
   return "tensor '" + name + "'";
 }
@@ -48,18 +44,21 @@ struct Entry {
 Entry parse_entry(const std::string& source, const std::string& name, const nlohmann::json& j,
                   std::uint64_t buffer_size) {
   const std::string where = tensor_label(name);
-  if (!j.is_object()) fail(source, where + ": header entry is not a JSON object");
+  if (!j.is_object()) fail_tensor_file(source, where + ": header entry is not a JSON object");
   const auto dt = j.find("dtype");
-  if (dt == j.end() || !dt->is_string()) fail(source, where + ": missing string \"dtype\"");
+  if (dt == j.end() || !dt->is_string())
+    fail_tensor_file(source, where + ": missing string \"dtype\"");
   Entry e{name, DType::f32, {}, 0, 0};
   const std::string dtype = dt->get<std::string>();
   if (!parse_dtype(dtype, e.dtype)) {
-    fail(source, where + " has dtype " + dtype +
-                     ", which attndev does not compare (supported: F64, F32, F16, BF16); "
-                     "convert the checkpoint to a float dtype or leave this tensor out");
+    fail_tensor_file(source,
+                     where + " has dtype " + dtype +
+                         ", which attndev does not compare (supported: F64, F32, F16, BF16); "
+                         "convert the checkpoint to a float dtype or leave this tensor out");
   }
   const auto sh = j.find("shape");
-  if (sh == j.end() || !sh->is_array()) fail(source, where + ": missing array \"shape\"");
+  if (sh == j.end() || !sh->is_array())
+    fail_tensor_file(source, where + ": missing array \"shape\"");
   // The product is kept below 2^64 / 8 so that numel * dtype size cannot wrap; any real shape
   // that large fails the size check against data_offsets below anyway.
   const std::uint64_t max_elems = std::numeric_limits<std::uint64_t>::max() / 8;
@@ -68,10 +67,11 @@ Entry parse_entry(const std::string& source, const std::string& name, const nloh
   for (const nlohmann::json& d : *sh) {
     std::uint64_t v = 0;
     if (!as_u64(d, v)) {
-      fail(source, where + ": shape " + sh->dump() + " has a non-integer or negative dimension");
+      fail_tensor_file(
+          source, where + ": shape " + sh->dump() + " has a non-integer or negative dimension");
     }
     if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail(source, where + ": shape dimension " + std::to_string(v) + " is too large");
+      fail_tensor_file(source, where + ": shape dimension " + std::to_string(v) + " is too large");
     }
     e.shape.push_back(static_cast<std::int64_t>(v));
     if (v == 0)
@@ -85,22 +85,24 @@ Entry parse_entry(const std::string& source, const std::string& name, const nloh
   const auto off = j.find("data_offsets");
   if (off == j.end() || !off->is_array() || off->size() != 2 || !as_u64((*off)[0], e.begin) ||
       !as_u64((*off)[1], e.end)) {
-    fail(source, where + ": \"data_offsets\" must be [begin, end] with non-negative integers");
+    fail_tensor_file(source,
+                     where + ": \"data_offsets\" must be [begin, end] with non-negative integers");
   }
   if (e.begin > e.end) {
-    fail(source, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                     std::to_string(e.end) + "] has begin > end: corrupt header");
+    fail_tensor_file(source, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                                 std::to_string(e.end) + "] has begin > end: corrupt header");
   }
   if (e.end > buffer_size) {
-    fail(source, where + ": data_offsets end " + std::to_string(e.end) +
-                     " is past the end of the data buffer (" + std::to_string(buffer_size) +
-                     " bytes): the file is truncated or its header is corrupt");
+    fail_tensor_file(source, where + ": data_offsets end " + std::to_string(e.end) +
+                                 " is past the end of the data buffer (" +
+                                 std::to_string(buffer_size) +
+                                 " bytes): the file is truncated or its header is corrupt");
   }
   const std::uint64_t want = numel * dtype_size(e.dtype);
   if (e.end - e.begin != want) {
-    fail(source, where + ": shape " + sh->dump() + " of " + dtype + " needs " +
-                     std::to_string(want) + " bytes but data_offsets span " +
-                     std::to_string(e.end - e.begin) + ": corrupt header");
+    fail_tensor_file(source, where + ": shape " + sh->dump() + " of " + dtype + " needs " +
+                                 std::to_string(want) + " bytes but data_offsets span " +
+                                 std::to_string(e.end - e.begin) + ": corrupt header");
   }
   return e;
 }
@@ -110,32 +112,35 @@ Entry parse_entry(const std::string& source, const std::string& name, const nloh
 SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
                                       const std::string& source) {
   if (bytes.size() < kLengthBytes) {
-    fail(source, "file of " + std::to_string(bytes.size()) +
-                     " bytes is too short for a safetensors file (8-byte header length first); "
-                     "truncated, or not a safetensors file");
+    fail_tensor_file(source,
+                     "file of " + std::to_string(bytes.size()) +
+                         " bytes is too short for a safetensors file (8-byte header length first); "
+                         "truncated, or not a safetensors file");
   }
   std::uint64_t n = 0;
   std::memcpy(&n, bytes.data(), sizeof n);  // little-endian host (static_assert in tensor_file.cpp)
   if (n > kMaxSafetensorsHeader) {
-    fail(source, "header length " + std::to_string(n) + " exceeds the limit of " +
-                     std::to_string(kMaxSafetensorsHeader) +
-                     " bytes: not a safetensors file, or a corrupt one");
+    fail_tensor_file(source, "header length " + std::to_string(n) + " exceeds the limit of " +
+                                 std::to_string(kMaxSafetensorsHeader) +
+                                 " bytes: not a safetensors file, or a corrupt one");
   }
   if (n > bytes.size() - kLengthBytes) {
-    fail(source, "header length " + std::to_string(n) + " runs past the end of the file (" +
-                     std::to_string(bytes.size()) + " bytes): the file is truncated");
+    fail_tensor_file(source, "header length " + std::to_string(n) +
+                                 " runs past the end of the file (" + std::to_string(bytes.size()) +
+                                 " bytes): the file is truncated");
   }
   const unsigned char* header = bytes.data() + kLengthBytes;
   if (const auto deep =
           json_depth_error(std::string_view(reinterpret_cast<const char*>(header), n)))
-    fail(source, "header is " + *deep + ": corrupt file");
+    fail_tensor_file(source, "header is " + *deep + ": corrupt file");
   // No exceptions from the parser: malformed JSON becomes a discarded value and our message.
   const nlohmann::json root = nlohmann::json::parse(header, header + n, nullptr,
                                                     /*allow_exceptions=*/false);
   if (root.is_discarded()) {
-    fail(source, "header (" + std::to_string(n) + " bytes) is not valid JSON: corrupt file");
+    fail_tensor_file(source,
+                     "header (" + std::to_string(n) + " bytes) is not valid JSON: corrupt file");
   }
-  if (!root.is_object()) fail(source, "header is JSON but not an object: corrupt file");
+  if (!root.is_object()) fail_tensor_file(source, "header is JSON but not an object: corrupt file");
 
   const std::uint64_t buffer_size = bytes.size() - kLengthBytes - n;
   const unsigned char* buffer = header + n;
@@ -143,9 +148,10 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
   std::vector<Entry> entries;
   for (const auto& [key, value] : root.items()) {
     if (key == "__metadata__") {
-      if (!value.is_object()) fail(source, "\"__metadata__\" is not a JSON object");
+      if (!value.is_object()) fail_tensor_file(source, "\"__metadata__\" is not a JSON object");
       for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) fail(source, "\"__metadata__\" value of '" + mk + "' is not a string");
+        if (!mv.is_string())
+          fail_tensor_file(source, "\"__metadata__\" value of '" + mk + "' is not a string");
         out.metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -161,21 +167,22 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     if (e.begin < pos) {
-      fail(source, tensor_label(e.name) + " (bytes " + std::to_string(e.begin) + ".." +
-                       std::to_string(e.end) + ") overlaps " + tensor_label(entries[i - 1].name) +
-                       ": corrupt header");
+      fail_tensor_file(source, tensor_label(e.name) + " (bytes " + std::to_string(e.begin) + ".." +
+                                   std::to_string(e.end) + ") overlaps " +
+                                   tensor_label(entries[i - 1].name) + ": corrupt header");
     }
     if (e.begin > pos) {
-      fail(source, "data bytes " + std::to_string(pos) + ".." + std::to_string(e.begin) +
-                       " belong to no tensor (before " + tensor_label(e.name) +
-                       "): corrupt header");
+      fail_tensor_file(source, "data bytes " + std::to_string(pos) + ".." +
+                                   std::to_string(e.begin) + " belong to no tensor (before " +
+                                   tensor_label(e.name) + "): corrupt header");
     }
     pos = e.end;
   }
   if (pos != buffer_size) {
-    fail(source, std::to_string(buffer_size - pos) +
-                     " bytes after the last tensor's data belong to no tensor: the file is "
-                     "corrupt or was appended to");
+    fail_tensor_file(source,
+                     std::to_string(buffer_size - pos) +
+                         " bytes after the last tensor's data belong to no tensor: the file is "
+                         "corrupt or was appended to");
   }
   std::uint64_t value_bytes = 0;  // every tensor's values as doubles
   for (const Entry& e : entries)

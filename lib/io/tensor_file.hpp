@@ -53,6 +53,11 @@ struct TensorFileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws TensorFileError("SOURCE: WHAT"): every reader's message starts with what it was reading.
+[[noreturn]] inline void fail_tensor_file(const std::string& source, const std::string& what) {
+  throw TensorFileError(source + ": " + what);
+}
+
 // Largest file the readers load (the whole file is read into memory, then decoded to double).
 inline constexpr std::uintmax_t kMaxTensorFileBytes = std::uintmax_t{8} << 30;  // 8 GiB
 

@@ -1,5 +1,7 @@
 #include "metrics/deviation.hpp"
 
+#include "metrics/compensated_sum.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,18 +13,6 @@ namespace attndev::metrics {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Neumaier's compensated sum: the error of a long sum of positive terms stays at a few ulps
-// instead of growing with the element count (attention outputs reach 10^7 elements).
-struct CompensatedSum {
-  double sum = 0, compensation = 0;
-  void add(double x) {
-    const double t = sum + x;
-    compensation += std::fabs(sum) >= std::fabs(x) ? (sum - t) + x : (x - t) + sum;
-    sum = t;
-  }
-  double value() const { return sum + compensation; }
-};
 
 // A pair that both sides agree is the same infinity carries no error; every other non-finite
 // pair poisons the metrics (STYLE.md #9: infinities must match in sign, NaN always fails).
@@ -48,7 +38,7 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
   // Pass 1: non-finite values first, then maxima (the scales of pass 2) and the mean.
   std::int64_t first_bad = -1;
   double max_x = 0, max_ref = 0;
-  CompensatedSum sum_abs;
+  CompensatedSum<double> sum_abs;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double xi = x[i], ri = reference[i];
     if (std::isnan(xi)) ++d.nan_count;
@@ -80,7 +70,7 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
   const double scale_d = d.max_abs > 0 ? d.max_abs : 1.0;
   const double scale_x = max_x > 0 ? max_x : 1.0;
   const double scale_r = max_ref > 0 ? max_ref : 1.0;
-  CompensatedSum sq_dev, sq_diff, sq_x, sq_ref, dot;
+  CompensatedSum<double> sq_dev, sq_diff, sq_x, sq_ref, dot;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double xi = x[i], ri = reference[i];
     if (!std::isfinite(xi)) continue;  // matching infinities: zero error, outside the norms

@@ -1,6 +1,8 @@
 // Exact 1-D Wasserstein-1 by merging sorted samples; see wasserstein.hpp for the derivation.
 #include "metrics/wasserstein.hpp"
 
+#include "metrics/compensated_sum.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,26 +10,6 @@
 namespace attndev::metrics {
 
 namespace {
-
-// Neumaier's compensated sum in long double: the running error term recovers what each addition
-// rounds away, so a long sum of terms of mixed size stays within a few ulps of exact.
-struct CompensatedSum {
-  long double sum = 0;
-  long double carry = 0;
-  void add(long double x) {
-    const long double t = sum + x;
-    if (!std::isfinite(t)) {  // inf (a diverging integral) stays inf; no inf - inf in the carry
-      sum = t;
-      return;
-    }
-    if (std::fabs(sum) >= std::fabs(x))
-      carry += (sum - t) + x;
-    else
-      carry += (x - t) + sum;
-    sum = t;
-  }
-  long double value() const { return sum + carry; }
-};
 
 bool has_nan(std::span<const double> x) {
   return std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); });
@@ -41,7 +23,8 @@ double wasserstein1_sorted(std::span<const double> u, std::span<const double> v)
   if (n == 0 && m == 0) return 0.0;
   if (n == 0 || m == 0) return std::numeric_limits<double>::quiet_NaN();
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  CompensatedSum total;  // sum of |c_u m - c_v n| * (x_{k+1} - x_k); divided by n m at the end
+  // sum of |c_u m - c_v n| * (x_{k+1} - x_k); divided by n m at the end
+  CompensatedSum<long double> total;
   std::size_t i = 0, j = 0;
   while (i < n || j < m) {
     const double x = std::min(i < n ? u[i] : kInf, j < m ? v[j] : kInf);
@@ -92,7 +75,7 @@ TensorDistance tensor_distance(std::span<const double> a, std::span<const double
   }
   double max_abs = 0;
   bool nan = false;
-  CompensatedSum diff2, ref2;
+  CompensatedSum<long double> diff2, ref2;
   for (std::size_t k = 0; k < a.size(); ++k) {
     const double e = b[k] - a[k];  // NaN for inf - inf: reported as NaN, not as 0
     if (std::isnan(e))

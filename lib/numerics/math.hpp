@@ -28,6 +28,11 @@
 
 namespace attndev::numerics {
 
+// log2(e) rounded to double: exp(x) = exp2(x * log2(e)) is how every kernel folds the softmax
+// scale into one multiplier (the product is taken in double, then rounded once to the policy's
+// stats format).
+inline constexpr double kLog2e = 1.4426950408889634074;
+
 namespace detail {
 
 // Adding 1.5 * 2^23 (2^52 for double) to |x| < 2^22 rounds x to an integer (RNE), and that
