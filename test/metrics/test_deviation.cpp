@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "metrics/compensated_sum.hpp"
 #include "metrics/deviation.hpp"
 
 using attndev::metrics::compare;
@@ -154,4 +155,23 @@ TEST_CASE("metrics are scale-invariant where they should be and stable at extrem
   const Deviation s = compare(shifted, ref, 0.0);
   CHECK(s.std_abs == Approx(1.0).epsilon(1e-6));
   CHECK(s.mean_abs == Approx(1e8).epsilon(1e-12));
+}
+
+TEST_CASE("the compensated sum recovers what plain addition rounds away and overflows to inf",
+          "[deviation]") {
+  using attndev::metrics::CompensatedSum;
+  // 1 + 1e100 rounds the 1 away; the carry keeps it, so the sum ends at 2 (plain addition: 0).
+  CompensatedSum<double> s;
+  for (double x : {1.0, 1e100, 1.0, -1e100}) s.add(x);
+  REQUIRE(s.value() == 2.0);
+  CompensatedSum<long double> l;
+  for (long double x : {1.0L, 1e4000L, 1.0L, -1e4000L}) l.add(x);
+  REQUIRE(l.value() == 2.0L);
+  // A sum past the largest double is inf, not inf - inf = NaN through the carry.
+  CompensatedSum<double> big;
+  big.add(1e308);
+  big.add(1e308);
+  big.add(1.0);
+  REQUIRE(std::isinf(big.value()));
+  REQUIRE(big.value() > 0);
 }
