@@ -1,7 +1,7 @@
 // `attndev match OUTPUT --inputs FILE`: ranks emulated candidates (algorithm x policy x tiles) by
 // how exactly they reproduce an output some implementation computed from known inputs, and says
 // which policy explains it (experiment/match.hpp). docs/validation.md shows it on PyTorch.
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -93,20 +93,20 @@ void run_match(const MatchArgs& a) {
       if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
     }
     if (!merged.empty())
-      spdlog::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
+      log::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
                    what, n);
     return out;
   };
   const std::vector<experiment::MatchCandidate> candidates =
       experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
                                   clamp_tiles(a.bc, inputs.k.rows, "Bc"));
-  spdlog::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(),
+  log::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(),
                a.inputs, inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows,
                inputs.q.cols);
   experiment::MatchOptions mo;
   mo.options = options;
   mo.on_progress = [](std::size_t done, std::size_t total) {
-    if (done % 8 == 0 || done == total) spdlog::info("match: {}/{} candidates", done, total);
+    if (done % 8 == 0 || done == total) log::info("match: {}/{} candidates", done, total);
   };
   const std::vector<experiment::MatchResult> ranked =
       experiment::match_output(output, inputs, candidates, mo);

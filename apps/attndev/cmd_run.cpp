@@ -4,7 +4,7 @@
 // DIR/results*.jsonl and, for an unsharded run, writes results.csv, results.json and summary.md.
 // Exit codes (docs/results.md): 0 ok; 1 a variant failed; 2 bad config/flags/folder; 3 nothing
 // compared (every variant skipped); 75 interrupted by SIGINT/SIGTERM/SIGHUP (rerun to resume).
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 #include <unistd.h>
 
 #include <csignal>
@@ -139,7 +139,7 @@ void add_run_command(cli::Command& app) {
       progress.update(done, total);
     };
 
-    spdlog::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
+    log::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
                  config.variants.size(),
                  shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
                                        std::to_string(shard.count) + ")"
@@ -156,24 +156,24 @@ void add_run_command(cli::Command& app) {
     }
     progress.finish();
     if (report.interrupted) {
-      spdlog::warn(
+      log::warn(
           "interrupted by {}: {} of {} points of this shard are in {}; rerun the same command to "
           "resume",
           signal_name(static_cast<int>(g_stop_signal)), report.already_done + report.ran,
           report.shard_points, report.results_file.string());
       throw CommandExit{kExitInterrupted};
     }
-    spdlog::info(
+    log::info(
         "{} points ({} resumed, {} run now); rows: {} ok, {} failed, {} skipped; results in {}",
         report.shard_points, report.already_done, report.ran, report.rows_ok, report.rows_failed,
         report.rows_skipped, options.dir.string());
-    if (report.tables_written && args->print_summary && spdlog::get_level() <= spdlog::level::info)
+    if (report.tables_written && args->print_summary && log::enabled(log::Level::info))
       std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
     if (shard.count > 1)
-      spdlog::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());
+      log::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());
     if (report.rows_failed) throw CommandExit{kExitFailure};
     if (report.rows_ok == 0 && report.rows_skipped) {
-      spdlog::error("nothing was compared: every variant was skipped");
+      log::error("nothing was compared: every variant was skipped");
       throw CommandExit{kExitNothingCompared};
     }
   });

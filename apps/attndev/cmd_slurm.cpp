@@ -5,7 +5,7 @@
 // array with one task per shard and a merge job that runs after all of them. With --submit it
 // runs submit.sh and prints the job ids. Everything that can be checked here is checked before
 // anything is written, so a refused command leaves no half-made folder behind.
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,7 +208,7 @@ void add_slurm_command(cli::Command& app) {
     fs::permissions(slurm_dir / "submit.sh",
                     fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
-    spdlog::info("{}: {} points in {} shards; scripts in {}", loaded.config.name,
+    log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name,
                  plan.points.size(), args->shards, slurm_dir.string());
 
     if (!args->submit) {
@@ -220,7 +220,7 @@ void add_slurm_command(cli::Command& app) {
     const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
     std::fputs(submitted.c_str(), stdout);
     if (rc != 0) {
-      spdlog::error(
+      log::error(
           "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
           "above and run submit.sh",
           rc, slurm_dir.string());

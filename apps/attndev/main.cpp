@@ -1,8 +1,4 @@
 // attndev: measures the numeric deviation of attention kernels from an FP64 golden.
-#include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -10,16 +6,14 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "io/log.hpp"
 #include "io/memory.hpp"
 #include "version.hpp"
 
 int main(int argc, char** argv) {
   using namespace attndev::app;
   // Logs and progress go to stderr so that stdout carries only results (tables, --json).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("attndev"));
-  spdlog::set_pattern("[%H:%M:%S %^%l%$] %v");
-  spdlog::set_level(spdlog::level::info);
-  spdlog::cfg::load_env_levels();  // SPDLOG_LEVEL=debug etc.
+  attndev::log::init_cli_logger();  // SPDLOG_LEVEL=debug etc.
 
   int verbosity = 0;
   bool quiet = false;
@@ -34,9 +28,10 @@ int main(int argc, char** argv) {
       app.add_flag("-v,--verbose", verbosity, "More log output (repeat for trace)");
       app.add_flag("-q,--quiet", quiet, "Only warnings and errors");
       app.parse_complete_callback([&] {
-        if (quiet) spdlog::set_level(spdlog::level::warn);
-        if (verbosity == 1) spdlog::set_level(spdlog::level::debug);
-        if (verbosity >= 2) spdlog::set_level(spdlog::level::trace);
+        namespace log = attndev::log;
+        if (quiet) log::set_level(log::Level::warn);
+        if (verbosity == 1) log::set_level(log::Level::debug);
+        if (verbosity >= 2) log::set_level(log::Level::trace);
       });
       add_list_command(app);
       add_point_command(app);

@@ -1,6 +1,6 @@
 #include "experiment/progress.hpp"
 
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -54,7 +54,7 @@ void ProgressReporter::update(std::size_t done, std::size_t total) {
     std::fflush(stderr);
     drew_ = true;
   } else {
-    spdlog::info("progress: {}/{} points ({:.0f}%), {:.2f} points/s, ETA {}", done, total,
+    log::info("progress: {}/{} points ({:.0f}%), {:.2f} points/s, ETA {}", done, total,
                  100 * fraction, rate, format_duration(eta));
   }
 }

@@ -1,6 +1,6 @@
 #include "experiment/runner.hpp"
 
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -144,11 +144,11 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   report.repaired_records = repair.dropped;
   // A damaged row is named (first few), not only counted: the user may want to know what broke.
   for (std::size_t i = 0; i < repair.problems.size() && i < 10; ++i)
-    spdlog::warn("{}/{}: dropped; its point is rerun", options.dir.string(), repair.problems[i]);
+    log::warn("{}/{}: dropped; its point is rerun", options.dir.string(), repair.problems[i]);
   if (repair.problems.size() > 10)
-    spdlog::warn("... and {} more damaged record(s)", repair.problems.size() - 10);
+    log::warn("... and {} more damaged record(s)", repair.problems.size() - 10);
   if (report.repaired_records)
-    spdlog::warn("{}: dropped {} torn, partial or damaged record(s); their points are rerun",
+    log::warn("{}: dropped {} torn, partial or damaged record(s); their points are rerun",
                  report.results_file.string(), report.repaired_records);
 
   const StoredResults stored = load_results(options.dir, config, plan);
@@ -163,7 +163,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     }
   }
   if (report.already_done)
-    spdlog::info("resuming: {} of {} points already in {}", report.already_done,
+    log::info("resuming: {} of {} points already in {}", report.already_done,
                  report.shard_points, options.dir.string());
 
   io::JsonlAppender out(report.results_file);
@@ -221,7 +221,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
         // An external command killed because of the signal must not land as a failed row.
         if (variant.external && stop()) report.interrupted = true;
         if (!results[v].outcome.status.is_ok())
-          spdlog::debug("{} at {}: {}", variant.name, point->describe(),
+          log::debug("{} at {}: {}", variant.name, point->describe(),
                         results[v].outcome.status.text());
       }
       if (report.interrupted) break;  // the point in flight is not written: a rerun redoes it
@@ -286,7 +286,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     } catch (const TablesWouldShrink& e) {
       // The rows are safe in the JSONL; the old tables stay as they are (e.g. an interrupted
       // rerun of a folder whose results.jsonl was lost).
-      spdlog::warn("tables not rewritten: {}", e.what());
+      log::warn("tables not rewritten: {}", e.what());
     }
   }
   return report;

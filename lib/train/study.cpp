@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include <spdlog/spdlog.h>
+#include "io/log.hpp"
 
 #include "config/policy_json.hpp"
 #include "io/atomic_file.hpp"
@@ -219,7 +219,7 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
     for (const TrainConfig& base : study.runs) {
       const TrainConfig cfg = replicate_of(base, r, study.replicate_seed_stride);
       const std::filesystem::path dir = run_folder(options.out_dir, reps, r, cfg.name);
-      spdlog::info(
+      log::info(
           "study {}: {}training run {} ({}, {} attention, policy {}, seed {}, data seed {})",
           study.name,
           reps > 1 ? "replicate " + std::to_string(r + 1) + "/" + std::to_string(reps) + ": "
