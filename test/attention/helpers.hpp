@@ -71,6 +71,16 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
+// Root mean square of a - b (same shape, not empty).
+inline double rmse(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.data.size() == b.data.size());
+  REQUIRE(!a.data.empty());
+  double s = 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
+  return std::sqrt(s / static_cast<double>(a.data.size()));
+}
+
 inline std::string describe(const Shape& s, const Options& o) {
   return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) +
          " Nq=" + std::to_string(s.seq_q) + " Nkv=" + std::to_string(s.seq_kv) +

@@ -25,15 +25,6 @@ Tensor outlier_tensor(int b, int h, int n, int d, std::uint64_t seed, std::uint6
                                       static_cast<attndev::inputs::TensorId>(stream), f);
 }
 
-double rmse(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.data.size() == b.data.size());
-  REQUIRE(!a.data.empty());
-  double s = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i)
-    s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
-  return std::sqrt(s / static_cast<double>(a.data.size()));
-}
-
 // FA-3's fp8 policy with fp16 inputs (the format Q, K, V are stored in before quantization).
 nx::PrecisionPolicy fp8_policy() {
   nx::PrecisionPolicy p = preset("fp8-e4m3");

@@ -23,15 +23,6 @@ double mean_abs_diff(const Tensor& a, const Tensor& b) {
   return s / static_cast<double>(a.data.size());
 }
 
-double rmse(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.data.size() == b.data.size());
-  REQUIRE(!a.data.empty());
-  double s = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i)
-    s += (a.data[i] - b.data[i]) * (a.data[i] - b.data[i]);
-  return std::sqrt(s / static_cast<double>(a.data.size()));
-}
-
 }  // namespace
 
 // Golden et al. Fig. 3-4: deviation shrinks with more mantissa bits. The same inputs (exact in

@@ -18,33 +18,23 @@
 #include <thread>
 #include <vector>
 
+#include "files.hpp"
+
 extern char** environ;
 
 namespace attndev::test {
 
 namespace fs = std::filesystem;
 
-// A fresh folder per test process under the system temp dir.
-inline const fs::path& scratch_dir(const std::string& tag) {
-  static const fs::path d = [&] {
-    const fs::path p =
-        fs::temp_directory_path() / ("attndev_" + tag + "_" + std::to_string(::getpid()));
+// A fresh folder per test process (every ctest entry is one process) under the system temp dir.
+inline const fs::path& work_dir() {
+  static const fs::path d = [] {
+    const fs::path p = fs::temp_directory_path() / ("attndev_cli_" + std::to_string(::getpid()));
     fs::remove_all(p);
     fs::create_directories(p);
     return p;
   }();
   return d;
-}
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-inline void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream(p, std::ios::binary) << text;
 }
 
 struct Child {
@@ -104,6 +94,25 @@ inline Result wait_for(const Child& c) {
   r.out = slurp(c.out);
   r.err = slurp(c.err);
   return r;
+}
+
+// attndev started in work_dir(); see spawn_attndev.
+inline Child spawn_cli(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env_extra = {}) {
+  return spawn_attndev(work_dir(), args, env_extra);
+}
+
+// attndev run to its end in work_dir().
+inline Result run_cli(const std::vector<std::string>& args,
+                      const std::vector<std::string>& env_extra = {}) {
+  return wait_for(spawn_attndev(work_dir(), args, env_extra));
+}
+
+// `text` written to work_dir()/<name>.json; its path.
+inline fs::path write_config(const std::string& name, const std::string& text) {
+  const fs::path p = work_dir() / (name + ".json");
+  write_text(p, text);
+  return p;
 }
 
 // Polls `ready` every millisecond for up to `seconds`; true when it held.

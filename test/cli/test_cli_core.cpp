@@ -17,9 +17,11 @@
 
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
+#include "spawn.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using attndev::test::slurp;
 
 namespace {
 
@@ -27,13 +29,6 @@ struct RunResult {
   int code = -1;
   std::string out, err;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Runs `attndev <args>` through the shell; args are shell words, quoted by the caller.
 RunResult run_attndev(const std::string& args) {

@@ -13,26 +13,17 @@ using namespace attndev::test;
 
 namespace {
 
-const fs::path& work_dir() {
-  return scratch_dir("cli_messages");
-}
-
-Result run_cli(const std::vector<std::string>& args) {
-  return wait_for(spawn_attndev(work_dir(), args));
-}
-
-fs::path write_config(const std::string& file, const std::string& name,
-                      const std::string& extra = "") {
-  const fs::path p = work_dir() / (file + ".json");
-  write_text(p, R"({"name": ")" + name + R"(", "axes": {"seq_len": [32], "head_dim": 16},)" +
+// A one-point flash2 config named `name` in <file>.json, `extra` spliced in before "variants".
+fs::path write_small_config(const std::string& file, const std::string& name,
+                            const std::string& extra = "") {
+  return write_config(file, R"({"name": ")" + name + R"(", "axes": {"seq_len": [32], "head_dim": 16},)" +
                     extra + R"( "variants": [{"algorithm": "flash2", "policy": "fp32"}]})");
-  return p;
 }
 
 }  // namespace
 
 TEST_CASE("a shard count of 0 (--shard 1/0) says so", "[cli][messages]") {
-  const fs::path cfg = write_config("shard", "shard");
+  const fs::path cfg = write_small_config("shard", "shard");
   for (const char* command : {"run", "plan"}) {
     const Result r = run_cli({command, cfg.string(), "--shard", "1/0"});
     INFO(command << ": " << r.err);
@@ -43,7 +34,7 @@ TEST_CASE("a shard count of 0 (--shard 1/0) says so", "[cli][messages]") {
 }
 
 TEST_CASE("a config name run cannot create as a folder is refused by validate", "[cli][messages]") {
-  const fs::path cfg = write_config("long_name", std::string(300, 'n'));
+  const fs::path cfg = write_small_config("long_name", std::string(300, 'n'));
   const Result v = run_cli({"validate", cfg.string()});
   INFO(v.out + v.err);
   CHECK(v.code == 2);
@@ -55,7 +46,7 @@ TEST_CASE("a config name run cannot create as a folder is refused by validate", 
 
 TEST_CASE("trials whose seeds would wrap past 2^64 - 1 are refused", "[cli][messages]") {
   const fs::path cfg =
-      write_config("wrap", "wrap", R"( "trials": {"count": 2, "seed": 18446744073709551615},)");
+      write_small_config("wrap", "wrap", R"( "trials": {"count": 2, "seed": 18446744073709551615},)");
   const Result v = run_cli({"validate", cfg.string()});
   INFO(v.err);
   CHECK(v.code == 2);
@@ -64,7 +55,7 @@ TEST_CASE("trials whose seeds would wrap past 2^64 - 1 are refused", "[cli][mess
 
 TEST_CASE("merge and report on a broken manifest name the command that starts over",
           "[cli][messages]") {
-  const fs::path cfg = write_config("manifest", "manifest");
+  const fs::path cfg = write_small_config("manifest", "manifest");
   const fs::path dir = work_dir() / "manifest_out";
   const Result first = run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"});
   INFO(first.err);

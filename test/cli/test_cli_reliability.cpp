@@ -22,20 +22,6 @@ using namespace attndev::test;
 
 namespace {
 
-const fs::path& work_dir() {
-  return scratch_dir("cli_reliability");
-}
-
-Result run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  return wait_for(spawn_attndev(work_dir(), args, env));
-}
-
-fs::path write_config(const std::string& name, const std::string& text) {
-  const fs::path p = work_dir() / (name + ".json");
-  write_text(p, text);
-  return p;
-}
-
 std::string nested(std::size_t depth) {
   return std::string(depth, '[') + std::string(depth, ']');
 }

@@ -3,8 +3,6 @@
 // uninterrupted run with no duplicates; SIGINT exits 75 and resumes; shards + merge; report.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,103 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "spawn.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace attndev::test;
 
 namespace {
-
-const fs::path& work_dir() {
-  static const fs::path d = [] {
-    const fs::path p =
-        fs::temp_directory_path() / ("attndev_cli_run_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path write_config(const std::string& name, const std::string& text) {
-  const fs::path p = work_dir() / (name + ".json");
-  std::ofstream(p, std::ios::binary) << text;
-  return p;
-}
-
-struct Child {
-  pid_t pid = -1;
-  fs::path out, err;
-};
-
-// Starts attndev with argv (no shell) and extra environment entries; output to files.
-Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env_extra = {}) {
-  static int counter = 0;
-  Child c;
-  c.out = work_dir() / ("out." + std::to_string(++counter));
-  c.err = work_dir() / ("err." + std::to_string(counter));
-  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
-  REQUIRE(fs::exists(binary));
-  std::vector<std::string> argv_s = {binary};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    if (entry.rfind("SLURM_", 0) != 0) env_s.push_back(entry);  // the test decides what SLURM says
-  }
-  env_s.insert(env_s.end(), env_extra.begin(), env_extra.end());
-  std::vector<char*> envp;
-  for (std::string& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, c.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, c.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int rc = posix_spawn(&c.pid, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return c;
-}
-
-struct Result {
-  int code = -1;
-  int signal = 0;
-  std::string out, err;
-};
-
-Result wait_for(const Child& c) {
-  int status = 0;
-  REQUIRE(waitpid(c.pid, &status, 0) == c.pid);
-  Result r;
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = slurp(c.out);
-  r.err = slurp(c.err);
-  return r;
-}
-
-Result attndev(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
-  return wait_for(spawn(args, env));
-}
-
-std::size_t count_rows(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::size_t n = 0;
-  while (std::getline(in, line)) n += line.find("\"record\":\"row\"") != std::string::npos;
-  return n;
-}
 
 // Rows keyed by (point, variant) without timing; REQUIREs that no key repeats.
 std::map<std::string, json> rows_of(const fs::path& file) {
@@ -262,7 +170,7 @@ TEST_CASE("bad configs exit 2 naming the JSON path, and write nothing", "[cli][r
     const fs::path out = work_dir() / ("bad_out" + std::to_string(i));
     std::vector<std::string> args = {"run", cfg.string(), "-o", out.string()};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
-    const Result r = attndev(args);
+    const Result r = run_cli(args);
     INFO("case " << c.name << "\nconfig: " << c.text << "\nstderr: " << r.err);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains(c.fragment));
@@ -271,7 +179,7 @@ TEST_CASE("bad configs exit 2 naming the JSON path, and write nothing", "[cli][r
     if (c.extra.empty() || c.extra[0] == "-a") {
       std::vector<std::string> vargs = {"validate", cfg.string()};
       vargs.insert(vargs.end(), c.extra.begin(), c.extra.end());
-      const Result v = attndev(vargs);
+      const Result v = run_cli(vargs);
       CHECK(v.code == 2);
       CHECK_THAT(v.err, Catch::Contains(c.fragment));
     }
@@ -280,16 +188,16 @@ TEST_CASE("bad configs exit 2 naming the JSON path, and write nothing", "[cli][r
 
 TEST_CASE("validate and plan describe a good config without writing", "[cli][plan]") {
   const fs::path cfg = write_config("small", kSmall);
-  const Result v = attndev({"validate", cfg.string()});
+  const Result v = run_cli({"validate", cfg.string()});
   INFO(v.err);
   CHECK(v.code == 0);
   CHECK_THAT(v.out, Catch::Contains("8 points x 2 variants"));
-  const Result p = attndev({"plan", cfg.string(), "-a", "block_c=[16,32,64]", "--no-estimate"});
+  const Result p = run_cli({"plan", cfg.string(), "-a", "block_c=[16,32,64]", "--no-estimate"});
   INFO(p.err);
   CHECK(p.code == 0);
   CHECK_THAT(p.out, Catch::Contains("points: 12"));
   CHECK_THAT(p.out, Catch::Contains("GFLOP"));
-  const Result e = attndev({"plan", cfg.string(), "-j", "1"});
+  const Result e = run_cli({"plan", cfg.string(), "-j", "1"});
   CHECK(e.code == 0);
   CHECK_THAT(e.out, Catch::Contains("estimated time"));
   CHECK_FALSE(fs::exists("results/cli-small"));
@@ -300,13 +208,13 @@ TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted resu
   const fs::path cfg = write_config("long", kLong);
   const fs::path whole = work_dir() / "long_whole", killed = work_dir() / "long_killed";
   const Result full =
-      attndev({"run", cfg.string(), "-o", whole.string(), "-j", "1", "--no-summary"});
+      run_cli({"run", cfg.string(), "-o", whole.string(), "-j", "1", "--no-summary"});
   INFO(full.err);
   REQUIRE(full.code == 0);
   const std::map<std::string, json> expected = rows_of(whole / "results.jsonl");
   REQUIRE(expected.size() == 72 * 3);
 
-  const Child child = spawn({"run", cfg.string(), "-o", killed.string(), "-j", "1"});
+  const Child child = spawn_cli({"run", cfg.string(), "-o", killed.string(), "-j", "1"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (count_rows(killed / "results.jsonl") < 6 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -319,7 +227,7 @@ TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted resu
   REQUIRE(landed < expected.size());
 
   const Result resumed =
-      attndev({"run", cfg.string(), "-o", killed.string(), "-j", "1", "--no-summary"});
+      run_cli({"run", cfg.string(), "-o", killed.string(), "-j", "1", "--no-summary"});
   INFO(resumed.err);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.out + resumed.err, Catch::Contains("resuming"));  // spdlog writes to stdout
@@ -333,7 +241,7 @@ TEST_CASE("a run killed with SIGKILL mid-sweep resumes to the uninterrupted resu
 TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signals]") {
   const fs::path cfg = write_config("long_int", kLong);
   const fs::path dir = work_dir() / "long_int";
-  const Child child = spawn({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
+  const Child child = spawn_cli({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (count_rows(dir / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -345,7 +253,7 @@ TEST_CASE("SIGINT flushes, exits 75, and the rerun completes", "[cli][run][signa
   const std::size_t landed = count_rows(dir / "results.jsonl");
   CHECK(landed % 3 == 0);  // whole points only
   const Result again =
-      attndev({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
+      run_cli({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
   CHECK(again.code == 0);
   CHECK(rows_of(dir / "results.jsonl").size() == 72 * 3);
 }
@@ -359,7 +267,7 @@ TEST_CASE("SIGTERM and SIGHUP are handled like SIGINT: flush, exit 75, the rerun
     INFO(name);
     const fs::path cfg = write_config("long_" + name, kLong);
     const fs::path dir = work_dir() / ("long_" + name);
-    const Child child = spawn({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
+    const Child child = spawn_cli({"run", cfg.string(), "-o", dir.string(), "-j", "1"});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (count_rows(dir / "results.jsonl") < 3 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -372,7 +280,7 @@ TEST_CASE("SIGTERM and SIGHUP are handled like SIGINT: flush, exit 75, the rerun
     CHECK_THAT(r.out + r.err, Catch::Contains("rerun the same command to resume"));
     CHECK(count_rows(dir / "results.jsonl") % 3 == 0);  // whole points only
     const Result again =
-        attndev({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
+        run_cli({"run", cfg.string(), "-o", dir.string(), "-j", "1", "--no-summary"});
     CHECK(again.code == 0);
     CHECK(rows_of(dir / "results.jsonl").size() == 72 * 3);
   }
@@ -381,7 +289,7 @@ TEST_CASE("SIGTERM and SIGHUP are handled like SIGINT: flush, exit 75, the rerun
 TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   const fs::path cfg = write_config("small_shards", kSmall);
   const fs::path single = work_dir() / "single", sharded = work_dir() / "sharded";
-  const Result s = attndev({"run", cfg.string(), "-o", single.string(), "-j", "1"});
+  const Result s = run_cli({"run", cfg.string(), "-o", single.string(), "-j", "1"});
   INFO(s.err);
   REQUIRE(s.code == 0);
   CHECK_THAT(s.out, Catch::Contains("## max_abs"));
@@ -389,28 +297,28 @@ TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   const std::vector<std::string> slurm0 = {"SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_TASK_COUNT=2",
                                            "SLURM_ARRAY_TASK_MIN=0"};
   const Result s0 =
-      attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto", "-j", "1"}, slurm0);
+      run_cli({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto", "-j", "1"}, slurm0);
   INFO(s0.err);
   REQUIRE(s0.code == 0);
   CHECK(fs::exists(sharded / "results.shard-0-of-2.jsonl"));
-  const Result partial = attndev({"merge", sharded.string()});
+  const Result partial = run_cli({"merge", sharded.string()});
   INFO(partial.out);
   CHECK(partial.code == 1);
   CHECK_THAT(partial.out, Catch::Contains("--array=1 "));
   CHECK_THAT(partial.out, Catch::Contains("--shard auto/2"));
   // The rerun printed by merge: task id 1 of an array that is not 0..N-1.
   const Result s1 =
-      attndev({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto/2", "-j", "1"},
+      run_cli({"run", cfg.string(), "-o", sharded.string(), "--shard", "auto/2", "-j", "1"},
               {"SLURM_ARRAY_TASK_ID=1", "SLURM_ARRAY_TASK_COUNT=1", "SLURM_ARRAY_TASK_MIN=1"});
   REQUIRE(s1.code == 0);
-  const Result merged = attndev({"merge", sharded.string()});
+  const Result merged = run_cli({"merge", sharded.string()});
   INFO(merged.out);
   CHECK(merged.code == 0);
   CHECK_THAT(merged.out, Catch::Contains("complete"));
   CHECK(rows_of(sharded / "results.jsonl") == rows_of(single / "results.jsonl"));
 
   const Result cmp =
-      attndev({"compare", single.string(), sharded.string(), "-m", "max_abs", "-m", "rmse"});
+      run_cli({"compare", single.string(), sharded.string(), "-m", "max_abs", "-m", "rmse"});
   INFO(cmp.out << cmp.err);
   CHECK(cmp.code == 0);
   CHECK_THAT(cmp.out, Catch::Contains("matched 16"));
@@ -433,13 +341,13 @@ TEST_CASE("shards from SLURM ids, merge, report and compare", "[cli][shards]") {
   const std::string csv = slurp(single / "results.csv");
   fs::remove(single / "results.csv");
   fs::remove(single / "summary.md");
-  const Result rep = attndev({"report", single.string()});
+  const Result rep = run_cli({"report", single.string()});
   CHECK(rep.code == 0);
   CHECK(slurp(single / "results.csv") == csv);
   CHECK(fs::exists(single / "summary.md"));
 
   // Another config into the same folder is refused, and nothing is touched.
-  const Result other = attndev({"run", cfg.string(), "-o", single.string(), "-a", "seq_len=[48]"});
+  const Result other = run_cli({"run", cfg.string(), "-o", single.string(), "-a", "seq_len=[48]"});
   CHECK(other.code == 2);
   CHECK_THAT(other.err, Catch::Contains("holds results of another config"));
   CHECK(slurp(single / "results.csv") == csv);

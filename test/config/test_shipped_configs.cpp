@@ -15,8 +15,10 @@
 #include "experiment/config.hpp"
 #include "experiment/plan.hpp"
 #include "train/train_config.hpp"
+#include "files.hpp"
 
 namespace fs = std::filesystem;
+using attndev::test::slurp;
 
 namespace {
 
@@ -28,13 +30,6 @@ std::vector<fs::path> json_files(const fs::path& dir) {
     if (e.is_regular_file() && e.path().extension() == ".json") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // An experiment config parses and its plan expands (what `attndev validate` checks).

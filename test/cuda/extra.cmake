@@ -1,7 +1,6 @@
 # The CUDA checks (faithful cases, bit comparisons, the flash2-tc rule) live with the check tool in
 # tools/cuda_check/checks.hpp; the host test and the GPU test include them from there.
-target_include_directories(cuda_test_faithful_host PRIVATE ${PROJECT_SOURCE_DIR}/tools)
-target_include_directories(cuda_test_flash2_tc_sim PRIVATE ${PROJECT_SOURCE_DIR}/tools)
+target_include_directories(cuda_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools)
 
 # GPU tests: one executable registered with add_test (not catch_discover_tests, which would run it
 # at build time). Without a device it exits 77 and ctest reports it as skipped, never passed.
@@ -21,12 +20,7 @@ endif()
 # gpu-check-targets.txt ("KIND NAME PATH" per line) tells the script where each one is and which
 # executables must have ctest entries.
 if(TARGET attndev_cuda)
-  file(GLOB attndev_cuda_test_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.cpp)
-  set(attndev_gpu_tests cuda_gpu_kernels)
-  foreach(src ${attndev_cuda_test_sources})
-    get_filename_component(stem ${src} NAME_WE)
-    list(APPEND attndev_gpu_tests cuda_${stem})
-  endforeach()
+  set(attndev_gpu_tests cuda_gpu_kernels cuda_tests)
   add_custom_target(attndev_gpu_targets)
   add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev)
   set(attndev_gpu_lines "lib attndev_cuda $<TARGET_FILE:attndev_cuda>\n"

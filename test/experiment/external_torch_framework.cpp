@@ -7,8 +7,8 @@
 // Needs PyTorch: the python of $ATTNDEV_TORCH_PYTHON, of build/venv-torch
 // (scripts/validate-torch.sh creates it) or python3 on PATH, whichever imports torch first. Without
 // one it exits 77 (ctest: skipped), never passes. Not a catch_discover_tests target
-// (test/experiment/extra.cmake).
-#define CATCH_CONFIG_RUNNER
+// (test/experiment/extra.cmake). Catch2's implementation comes from attndev_catch_main
+// (test/catch_session.cpp); main() is ours.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 
+#include "catch_run.hpp"
 #include "experiment/config.hpp"
 #include "experiment/external_helpers.hpp"
 #include "experiment/plan.hpp"
@@ -104,5 +105,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("python: %s\n", g_python.c_str());
-  return Catch::Session().run(argc, argv);
+  return attndev::test::run_catch_session(argc, argv);
 }

@@ -19,7 +19,7 @@ using namespace attndev;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
+fs::path fresh_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() /
                      ("attndev_inputs_file_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
@@ -52,7 +52,7 @@ std::string error_of(const fs::path& p) {
 
 TEST_CASE("inputs files: safetensors q/k/v in rank 2, 3 or 4, and a folder of .npy",
           "[inputs_file]") {
-  const fs::path dir = temp_dir("good");
+  const fs::path dir = fresh_dir("good");
   io::write_safetensors(
       dir / "r4.safetensors",
       std::vector<io::NamedTensor>{tensor("q", {2, 3, 5, 4}, 0), tensor("k", {2, 3, 7, 4}, 1),
@@ -92,7 +92,7 @@ TEST_CASE("inputs files: safetensors q/k/v in rank 2, 3 or 4, and a folder of .n
 }
 
 TEST_CASE("inputs files: every malformed file is refused with the fix", "[inputs_file][errors]") {
-  const fs::path dir = temp_dir("bad");
+  const fs::path dir = fresh_dir("bad");
   const auto write = [&](const std::string& name, std::vector<io::NamedTensor> t) {
     io::write_safetensors(dir / name, t);
     return dir / name;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "experiment/config.hpp"
+#include "experiment/external_helpers.hpp"
 #include "experiment/merge.hpp"
 #include "experiment/plan.hpp"
 #include "experiment/result_row.hpp"
@@ -22,6 +23,7 @@
 namespace fs = std::filesystem;
 using namespace attndev::experiment;
 using attndev::io::Json;
+using attndev::test::temp_dir;
 
 namespace {
 
@@ -38,13 +40,6 @@ const char* kConfig = R"({
     {"name": "gpu", "algorithm": "flash2", "policy": "kernel-bf16", "backend": "cuda"}
   ]
 })";
-
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attndev_test_runner_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
 
 RunOptions options_for(const fs::path& dir) {
   RunOptions o;

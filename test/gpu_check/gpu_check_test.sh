@@ -40,12 +40,11 @@ NVCC
 chmod +x "$work/bin/nvidia-smi" "$work/bin/nvcc"
 
 # A fake CUDA build: what --reuse-build reads (gpu-check-targets.txt, ctest entries, tools).
-make_build() {  # make_build DIR [--without-faithful-entry]
+make_build() {  # make_build DIR [--without-cuda-tests-entry]
   local b="$1"
   mkdir -p "$b"
   printf '#!/bin/sh\nexit "${FAKE_GPU_RC:-0}"\n' >"$b/gpu_kernels"
-  printf '#!/bin/sh\nexit 0\n' >"$b/dispatch"
-  printf '#!/bin/sh\nexit 0\n' >"$b/faithful_host"
+  printf '#!/bin/sh\nexit 0\n' >"$b/cuda_tests"
   cat >"$b/check" <<'CHECK'
 #!/bin/sh
 [ -n "${FAKE_TOOL_RC:-}" ] && { echo "SKIPPED: no device" >&2; exit "$FAKE_TOOL_RC"; }
@@ -69,22 +68,19 @@ CHECK
     echo "tool attndev_cuda_check $b/check"
     echo "app attndev $b/attndev"
     echo "test cuda_gpu_kernels $b/gpu_kernels"
-    echo "test cuda_test_dispatch $b/dispatch"
-    echo "test cuda_test_faithful_host $b/faithful_host"
+    echo "test cuda_tests $b/cuda_tests"
   } >"$b/gpu-check-targets.txt"
   {
     echo "add_test(cuda_gpu_kernels \"$b/gpu_kernels\")"
     echo "set_tests_properties(cuda_gpu_kernels PROPERTIES LABELS \"gpu;cuda\" SKIP_RETURN_CODE 77)"
-    echo "add_test(cuda_test_dispatch \"$b/dispatch\")"
-    echo "set_tests_properties(cuda_test_dispatch PROPERTIES LABELS \"cuda\")"
-    if [[ "${2:-}" != --without-faithful-entry ]]; then
-      echo "add_test(cuda_test_faithful_host \"$b/faithful_host\")"
-      echo "set_tests_properties(cuda_test_faithful_host PROPERTIES LABELS \"cuda\")"
+    if [[ "${2:-}" != --without-cuda-tests-entry ]]; then
+      echo "add_test(cuda_tests \"$b/cuda_tests\")"
+      echo "set_tests_properties(cuda_tests PROPERTIES LABELS \"cuda\")"
     fi
   } >"$b/CTestTestfile.cmake"
 }
 make_build "$work/build-ok"
-make_build "$work/build-no-entry" --without-faithful-entry
+make_build "$work/build-no-entry" --without-cuda-tests-entry
 
 # run_case NAME WANT_RC [env VAR=VALUE ...] -- ARGS... ; then each `want`/`absent` checks output.
 out_text=""
@@ -194,7 +190,7 @@ want "sweep cpu vs cuda +SKIP"
 want "throughput +SKIP"
 run_case "a CUDA test executable without ctest entries" 1 "${common[@]}" -- --no-torch --reuse-build \
   --build-dir "$work/build-no-entry" "$work/o12"
-want "ctest coverage +FAIL +no ctest entry: cuda_test_faithful_host"
+want "ctest coverage +FAIL +no ctest entry: cuda_tests"
 
 echo "gpu_check_test: $cases cases, $failures failed checks"
 [[ $failures -eq 0 ]]

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "io/npy.hpp"
+#include "io/tensor_file_fixture.hpp"
 #include "numerics/round.hpp"
 
 namespace {
@@ -17,13 +18,8 @@ using attndev::io::DType;
 using attndev::io::NamedTensor;
 using attndev::io::TensorFileError;
 
-const std::string kData = std::string(ATTNDEV_SOURCE_DIR) + "/test/data/wdist/";
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::path(ATTNDEV_BINARY_DIR) / "test-scratch" / "npy" / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
+fs::path npy_scratch(const std::string& name) {
+  return attndev::test::tensor_scratch("npy", name);
 }
 
 // A version-1.0 file with the header dict exactly as given and `data` appended.
@@ -49,16 +45,10 @@ std::vector<unsigned char> f64_bytes(const std::vector<double>& v) {
   return out;
 }
 
-void expect_error(const std::vector<unsigned char>& bytes, std::vector<std::string> fragments) {
-  try {
-    attndev::io::parse_npy(bytes, "case.npy", "case");
-    FAIL("no error; expected one mentioning " << fragments.front());
-  } catch (const TensorFileError& e) {
-    const std::string what = e.what();
-    INFO("message: " << what);
-    CHECK(what.find("case.npy") != std::string::npos);
-    for (const auto& f : fragments) CHECK(what.find(f) != std::string::npos);
-  }
+// Parses and expects a TensorFileError naming the file and containing every fragment.
+void expect_npy_error(const std::vector<unsigned char>& bytes,
+                     const std::vector<std::string>& fragments) {
+  attndev::test::expect_tensor_file_error([&] { attndev::io::parse_npy(bytes, "case.npy", "case"); }, "case.npy", fragments);
 }
 
 }  // namespace
@@ -72,7 +62,7 @@ TEST_CASE("npy: write then read f64/f32/f16 in several shapes", "[npy]") {
   const std::pair<DType, Format> dtypes[] = {
       {DType::f64, Format::fp64}, {DType::f32, Format::fp32}, {DType::f16, Format::fp16}};
   const std::vector<std::vector<std::int64_t>> shapes{{}, {1}, {7}, {3, 5}, {2, 3, 4}, {0, 4}};
-  const fs::path dir = scratch("roundtrip");
+  const fs::path dir = npy_scratch("roundtrip");
   int checked = 0;
   for (auto [d, f] : dtypes) {
     for (const auto& shape : shapes) {
@@ -109,12 +99,12 @@ TEST_CASE("npy: write then read f64/f32/f16 in several shapes", "[npy]") {
 }
 
 TEST_CASE("npy: fixtures of versions 2.0 and 3.0 and Fortran order", "[npy]") {
-  const NamedTensor v2 = attndev::io::read_npy(kData + "f16_v2_a.npy");
+  const NamedTensor v2 = attndev::io::read_npy(attndev::test::kTensorFixtures + "f16_v2_a.npy");
   CHECK(v2.dtype == DType::f16);
   CHECK(v2.shape == std::vector<std::int64_t>{5, 3});
-  const NamedTensor v3 = attndev::io::read_npy(kData + "f16_v3_b.npy");
+  const NamedTensor v3 = attndev::io::read_npy(attndev::test::kTensorFixtures + "f16_v3_b.npy");
   CHECK(v3.shape == std::vector<std::int64_t>{5, 3});
-  const NamedTensor f = attndev::io::read_npy(kData + "f32_fortran_b.npy");
+  const NamedTensor f = attndev::io::read_npy(attndev::test::kTensorFixtures + "f32_fortran_b.npy");
   CHECK(f.dtype == DType::f32);
   CHECK(f.shape == std::vector<std::int64_t>{6, 7});
 }
@@ -163,51 +153,51 @@ TEST_CASE("npy: malformed files give clear errors", "[npy]") {
   SECTION("bad magic") {
     auto bytes = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", two);
     bytes[1] = 'X';
-    expect_error(bytes, {"not a .npy file"});
+    expect_npy_error(bytes, {"not a .npy file"});
   }
   SECTION("big-endian") {
-    expect_error(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two),
+    expect_npy_error(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two),
                  {"'>f4'", "big-endian", "astype"});
   }
   SECTION("integer and other non-float dtypes") {
-    expect_error(npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", two),
+    expect_npy_error(npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", two),
                  {"'<i8'", "not supported"});
-    expect_error(npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (16,), }", two),
+    expect_npy_error(npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (16,), }", two),
                  {"'|u1'"});
-    expect_error(
+    expect_npy_error(
         npy_file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", two),
         {"structured"});
   }
   SECTION("unsupported version") {
     auto bytes = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", two);
     bytes[6] = 9;
-    expect_error(bytes, {"version 9.0"});
+    expect_npy_error(bytes, {"version 9.0"});
   }
   SECTION("header length past the end") {
     auto bytes = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", {});
     bytes[9] = 0x7f;
-    expect_error(bytes, {"runs past the end", "truncated"});
+    expect_npy_error(bytes, {"runs past the end", "truncated"});
   }
   SECTION("broken header dict") {
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,)", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,)", two),
                  {"malformed .npy header"});
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': Maybe, 'shape': (2,), }", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': Maybe, 'shape': (2,), }", two),
                  {"malformed .npy header"});
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (-2,), }", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (-2,), }", two),
                  {"negative"});
-    expect_error(npy_file("{'descr': '<f8', 'shape': (2,), }", two), {"fortran_order"});
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'shape': (2,), }", two), {"fortran_order"});
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
                  {"malformed"});
-    expect_error(
+    expect_npy_error(
         npy_file("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}", two),
         {"occurs twice"});
   }
   SECTION("data shorter or longer than the shape") {
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", two),
                  {"truncated"});
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", two),
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", two),
                  {"needs 8 data bytes", "holds 16"});
-    expect_error(npy_file("{'descr': '<f8', 'fortran_order': False, "
+    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, "
                           "'shape': (4294967296, 4294967296, 4294967296), }",
                           two),
                  {"truncated"});

@@ -166,7 +166,7 @@ TEST_CASE("collect_provenance fills every field, the tool identity included", "[
   CHECK_FALSE(p.git_revision.empty());
   CHECK_FALSE(p.compiler.empty());
   // This test binary's own command line, as /proc/self/cmdline has it.
-  CHECK_THAT(p.command_line, Catch::Contains("io_test_results_io"));
+  CHECK_THAT(p.command_line, Catch::Contains("io_tests"));
   CHECK_FALSE(p.cpu_model.empty());
   CHECK_FALSE(p.hostname.empty());
   CHECK(p.time_utc.size() == 20);

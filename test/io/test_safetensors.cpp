@@ -14,6 +14,7 @@
 
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
+#include "io/tensor_file_fixture.hpp"
 #include "numerics/round.hpp"
 
 namespace {
@@ -23,14 +24,8 @@ using attndev::io::DType;
 using attndev::io::NamedTensor;
 using attndev::io::TensorFileError;
 
-const std::string kData = std::string(ATTNDEV_SOURCE_DIR) + "/test/data/wdist/";
-
-// A fresh, empty folder under the build tree, per test case.
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::path(ATTNDEV_BINARY_DIR) / "test-scratch" / "safetensors" / name;
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
+fs::path safetensors_scratch(const std::string& name) {
+  return attndev::test::tensor_scratch("safetensors", name);
 }
 
 // A file built by hand: header text exactly as given, then `data` bytes.
@@ -43,17 +38,10 @@ std::vector<unsigned char> raw_file(const std::string& header, std::size_t data_
   return out;
 }
 
-// Parses and expects a TensorFileError whose message contains every fragment.
-void expect_error(const std::vector<unsigned char>& bytes, std::vector<std::string> fragments) {
-  try {
-    attndev::io::parse_safetensors(bytes, "case.safetensors");
-    FAIL("no error; expected one mentioning " << fragments.front());
-  } catch (const TensorFileError& e) {
-    const std::string what = e.what();
-    INFO("message: " << what);
-    CHECK(what.find("case.safetensors") != std::string::npos);
-    for (const auto& f : fragments) CHECK(what.find(f) != std::string::npos);
-  }
+// Parses and expects a TensorFileError naming the file and containing every fragment.
+void expect_safetensors_error(const std::vector<unsigned char>& bytes,
+                     const std::vector<std::string>& fragments) {
+  attndev::test::expect_tensor_file_error([&] { attndev::io::parse_safetensors(bytes, "case.safetensors"); }, "case.safetensors", fragments);
 }
 
 NamedTensor tensor(std::string name, DType dtype, std::vector<std::int64_t> shape,
@@ -95,7 +83,7 @@ TEST_CASE("safetensors: write then read every dtype, values rounded once", "[saf
   tensors.push_back(tensor("scalar", DType::f32, {}, {2.5}));
   tensors.push_back(tensor("empty", DType::f16, {0, 3}, {}));
 
-  const fs::path dir = scratch("roundtrip");
+  const fs::path dir = safetensors_scratch("roundtrip");
   const fs::path file = dir / "w.safetensors";
   attndev::io::write_safetensors(file, tensors, {{"step", "100"}, {"algo", "flash2"}});
   // Atomic write: nothing but the file itself remains in the folder.
@@ -134,7 +122,7 @@ TEST_CASE("safetensors: write then read every dtype, values rounded once", "[saf
 }
 
 TEST_CASE("safetensors: writer rejects bad tensors", "[safetensors]") {
-  const fs::path file = scratch("reject") / "w.safetensors";
+  const fs::path file = safetensors_scratch("reject") / "w.safetensors";
   std::vector<NamedTensor> wrong_count{tensor("a", DType::f32, {2, 2}, {1, 2, 3})};
   CHECK_THROWS_AS(attndev::io::write_safetensors(file, wrong_count), TensorFileError);
   std::vector<NamedTensor> dup{tensor("a", DType::f32, {1}, {1}),
@@ -151,7 +139,7 @@ TEST_CASE("safetensors and npy files are written with the umask's permissions, n
   // private to its owner whatever the umask said, unlike every other output file.
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  const fs::path dir = scratch("mode");
+  const fs::path dir = safetensors_scratch("mode");
   const fs::path st = dir / "m.safetensors", npy = dir / "m.npy";
   attndev::io::write_safetensors(st, std::vector<NamedTensor>{tensor("x", DType::f32, {1}, {1})});
   attndev::io::write_npy(npy, tensor("x", DType::f32, {1}, {1}));
@@ -164,8 +152,8 @@ TEST_CASE("safetensors and npy files are written with the umask's permissions, n
 }
 
 TEST_CASE("safetensors: the committed fixture pair", "[safetensors]") {
-  const auto a = attndev::io::read_safetensors(kData + "pair_a.safetensors");
-  const auto b = attndev::io::read_safetensors(kData + "pair_b.safetensors");
+  const auto a = attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_a.safetensors");
+  const auto b = attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_b.safetensors");
   CHECK(a.metadata.at("step") == "0");
   CHECK(b.metadata.at("step") == "100");
   REQUIRE(a.tensors.size() == 5);
@@ -180,8 +168,8 @@ TEST_CASE("safetensors: the committed fixture pair", "[safetensors]") {
 }
 
 TEST_CASE("load_tensors and match_tensors on folders", "[safetensors]") {
-  const auto a = attndev::io::load_tensors(kData + "dir_a");
-  const auto b = attndev::io::load_tensors(kData + "dir_b");
+  const auto a = attndev::io::load_tensors(attndev::test::kTensorFixtures + "dir_a");
+  const auto b = attndev::io::load_tensors(attndev::test::kTensorFixtures + "dir_b");
   std::vector<std::string> keys_a;
   for (const auto& t : a) keys_a.push_back(t.key);
   CHECK(keys_a == std::vector<std::string>{"model.safetensors:emb", "model.safetensors:only_in_a",
@@ -195,14 +183,14 @@ TEST_CASE("load_tensors and match_tensors on folders", "[safetensors]") {
   CHECK(m.only_b == std::vector<std::string>{"model.safetensors:only_in_b"});
 
   // Two single .npy files pair up whatever their names.
-  const auto x = attndev::io::load_tensors(kData + "equal_a.npy");
-  const auto y = attndev::io::load_tensors(kData + "equal_b.npy");
+  const auto x = attndev::io::load_tensors(attndev::test::kTensorFixtures + "equal_a.npy");
+  const auto y = attndev::io::load_tensors(attndev::test::kTensorFixtures + "equal_b.npy");
   const auto p = attndev::io::match_tensors(x, y);
   CHECK(p.pairs.size() == 1);
   CHECK(p.only_a.empty());
 
-  CHECK_THROWS_AS(attndev::io::load_tensors(kData + "does_not_exist"), TensorFileError);
-  CHECK_THROWS_AS(attndev::io::load_tensors(scratch("empty_dir")), TensorFileError);
+  CHECK_THROWS_AS(attndev::io::load_tensors(attndev::test::kTensorFixtures + "does_not_exist"), TensorFileError);
+  CHECK_THROWS_AS(attndev::io::load_tensors(safetensors_scratch("empty_dir")), TensorFileError);
 }
 
 TEST_CASE("safetensors: every truncation of a valid file is an error", "[safetensors]") {
@@ -228,67 +216,67 @@ TEST_CASE("safetensors: malformed headers give clear errors", "[safetensors]") {
   REQUIRE(attndev::io::parse_safetensors(raw_file(ok, 8), "ok").tensors.size() == 1);
 
   SECTION("too short for the length field") {
-    expect_error({1, 2, 3}, {"too short"});
+    expect_safetensors_error({1, 2, 3}, {"too short"});
   }
   SECTION("header length past the end") {
-    expect_error(raw_file(ok, 8, 5000), {"header length 5000", "truncated"});
+    expect_safetensors_error(raw_file(ok, 8, 5000), {"header length 5000", "truncated"});
   }
   SECTION("header length beyond the limit") {
-    expect_error(raw_file(ok, 8, std::uint64_t{1} << 40), {"exceeds the limit"});
+    expect_safetensors_error(raw_file(ok, 8, std::uint64_t{1} << 40), {"exceeds the limit"});
   }
   SECTION("bad JSON") {
-    expect_error(raw_file(R"({"w":{"dtype":)", 8), {"not valid JSON"});
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":)", 8), {"not valid JSON"});
   }
   SECTION("JSON that is not an object") {
-    expect_error(raw_file("[1,2]", 0), {"not an object"});
+    expect_safetensors_error(raw_file("[1,2]", 0), {"not an object"});
   }
   SECTION("offsets past the end") {
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
                  {"tensor 'w'", "past the end"});
   }
   SECTION("shape and size disagree") {
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
                  {"tensor 'w'", "needs 12 bytes", "span 8"});
   }
   SECTION("unsupported dtype names tensor and dtype") {
-    expect_error(raw_file(R"({"ids":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", 8),
+    expect_safetensors_error(raw_file(R"({"ids":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", 8),
                  {"tensor 'ids'", "I32", "F64, F32, F16, BF16"});
   }
   SECTION("negative or fractional dimension") {
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
                  {"tensor 'w'", "negative"});
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", 8),
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", 8),
                  {"tensor 'w'"});
   }
   SECTION("huge shape cannot overflow the size check") {
-    expect_error(raw_file(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296,16],)"
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296,16],)"
                           R"("data_offsets":[0,8]}})",
                           8),
                  {"tensor 'w'"});
   }
   SECTION("begin after end") {
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
                  {"begin > end"});
   }
   SECTION("missing fields") {
-    expect_error(raw_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", 8), {"dtype"});
-    expect_error(raw_file(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", 8), {"shape"});
-    expect_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
+    expect_safetensors_error(raw_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", 8), {"dtype"});
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", 8), {"shape"});
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
                  {"data_offsets"});
-    expect_error(raw_file(R"({"w":7})", 0), {"not a JSON object"});
+    expect_safetensors_error(raw_file(R"({"w":7})", 0), {"not a JSON object"});
   }
   SECTION("overlapping tensors") {
-    expect_error(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+    expect_safetensors_error(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                           R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                           12),
                  {"overlaps"});
   }
   SECTION("holes and trailing bytes") {
-    expect_error(raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+    expect_safetensors_error(raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
                  {"belong to no tensor"});
-    expect_error(raw_file(ok, 12), {"4 bytes after the last tensor"});
+    expect_safetensors_error(raw_file(ok, 12), {"4 bytes after the last tensor"});
   }
   SECTION("metadata must map strings to strings") {
-    expect_error(raw_file(R"({"__metadata__":{"step":3}})", 0), {"__metadata__"});
+    expect_safetensors_error(raw_file(R"({"__metadata__":{"step":3}})", 0), {"__metadata__"});
   }
 }

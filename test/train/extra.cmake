@@ -1,4 +1,4 @@
 # The CLI test runs the attndev binary: build it first.
-if(TARGET train_test_cmd_train AND TARGET attndev)
-  add_dependencies(train_test_cmd_train attndev)
+if(TARGET train_tests AND TARGET attndev)
+  add_dependencies(train_tests attndev)
 endif()

@@ -19,8 +19,10 @@
 
 #include "io/csv.hpp"
 #include "io/safetensors.hpp"
+#include "files.hpp"
 
 namespace fs = std::filesystem;
+using attndev::test::slurp;
 
 namespace {
 
@@ -34,13 +36,6 @@ const fs::path& scratch() {
   static const fs::path d =
       fs::temp_directory_path() / ("attndev_cmd_train_" + std::to_string(::getpid()));
   return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 Result run_attndev(const std::string& args) {

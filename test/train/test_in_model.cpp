@@ -22,22 +22,17 @@
 #include "train/study.hpp"
 #include "train/train_config.hpp"
 #include "train/trainer.hpp"
+#include "files.hpp"
+#include "train/corpus_fixture.hpp"
 
 using namespace attndev;
 using namespace attndev::train;
 using nlohmann::json;
 namespace fs = std::filesystem;
+using attndev::test::slurp;
+using attndev::test::test_corpus;
 
 namespace {
-
-Corpus test_corpus() {
-  try {
-    return load_corpus("");
-  } catch (const CorpusError& e) {
-    WARN("default corpus unavailable (" << e.what() << "); using /usr/share/common-licenses/GPL-3");
-    return load_corpus("/usr/share/common-licenses/GPL-3");
-  }
-}
 
 // Two layers, two heads, a context that is not a multiple of the tiles (tails are exercised).
 json tiny_json(const std::string& precision, const std::string& algorithm,
@@ -68,13 +63,6 @@ fs::path scratch(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 bool same_training(const RunResult& a, const RunResult& b) {

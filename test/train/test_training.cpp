@@ -10,23 +10,14 @@
 #include "experiment/config.hpp"
 #include "train/study.hpp"
 #include "train/train_config.hpp"
+#include "train/corpus_fixture.hpp"
 #include "train/trainer.hpp"
 
 using namespace attndev::train;
+using attndev::test::test_corpus;
 using nlohmann::json;
 
 namespace {
-
-// The default corpus (Debian package fortunes-min, installed by scripts/setup.sh). Without it the
-// license texts of base-files (Essential: always present) stand in, and the test says so.
-Corpus test_corpus() {
-  try {
-    return load_corpus("");
-  } catch (const CorpusError& e) {
-    WARN("default corpus unavailable (" << e.what() << "); using /usr/share/common-licenses/GPL-3");
-    return load_corpus("/usr/share/common-licenses/GPL-3");
-  }
-}
 
 TrainConfig tiny(const std::string& precision, const std::string& algorithm,
                  const std::string& policy, int steps, int seed) {
