@@ -1,14 +1,18 @@
-// Shared by the tests that run external commands: finding an interpreter, temporary folders,
-// reading rows back.
+// Shared by the experiment tests that run sweeps (the runner's, the external commands'): finding
+// an interpreter, temporary folders, run options, reading rows back.
 #pragma once
+
+#include <catch2/catch.hpp>
 
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "experiment/runner.hpp"
 #include "io/jsonl.hpp"
 
 namespace attndev::test {
@@ -36,6 +40,31 @@ inline std::vector<io::Json> file_rows(const std::filesystem::path& file) {
   for (const io::Json& r : io::read_jsonl(file).records)
     if (r["record"] == "row") rows.push_back(r);
   return rows;
+}
+
+// One thread, a fixed tool version: what the tests' runs compare across.
+inline experiment::RunOptions options_for(const std::filesystem::path& dir) {
+  experiment::RunOptions o;
+  o.dir = dir;
+  o.threads = 1;
+  o.provenance.tool_version = "test";
+  return o;
+}
+
+// Rows keyed by (point, variant) without the fields that legitimately differ between runs;
+// REQUIREs that no key repeats.
+inline std::map<std::string, io::Json> comparable(const std::vector<io::Json>& rows) {
+  std::map<std::string, io::Json> out;
+  for (io::Json row : rows) {
+    row.erase("runtime_ms");
+    row.erase("gflops");
+    row.erase("tflops");
+    const std::string key =
+        row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
+    REQUIRE(out.count(key) == 0);
+    out[key] = row;
+  }
+  return out;
 }
 
 }  // namespace attndev::test

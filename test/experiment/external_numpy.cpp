@@ -28,6 +28,8 @@ using namespace attndev;
 using namespace attndev::experiment;
 using attndev::io::Json;
 using attndev::test::file_rows;
+using attndev::test::comparable;
+using attndev::test::options_for;
 using attndev::test::temp_dir;
 
 namespace {
@@ -43,25 +45,6 @@ std::string numpy_variant(const std::string& name, const std::string& args,
                           const std::string& extra = "") {
   return R"({"name": ")" + name + R"(", "format": "fp32", "external": ")" + g_python + " " +
          script() + " {inputs} {output} " + args + "\"" + (extra.empty() ? "" : ", " + extra) + "}";
-}
-
-RunOptions options_for(const fs::path& dir) {
-  RunOptions o;
-  o.dir = dir;
-  o.threads = 1;
-  o.provenance.tool_version = "test";
-  return o;
-}
-
-std::map<std::string, Json> by_key(const std::vector<Json>& rows) {
-  std::map<std::string, Json> out;
-  for (Json row : rows) {
-    row.erase("runtime_ms");
-    row.erase("gflops");
-    row.erase("tflops");
-    out[row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>()] = row;
-  }
-  return out;
 }
 
 }  // namespace
@@ -219,7 +202,7 @@ TEST_CASE("external variants resume after a stop and shard like any other", "[ex
   const RunReport second = run_experiment(config, plan, options_for(parts));
   CHECK(second.already_done == first.ran);
   CHECK(second.ran == 8 - first.ran);
-  CHECK(by_key(file_rows(parts / "results.jsonl")) == by_key(all));
+  CHECK(comparable(file_rows(parts / "results.jsonl")) == comparable(all));
 
   for (std::size_t i = 0; i < 2; ++i) {
     RunOptions o = options_for(shards);
@@ -229,7 +212,7 @@ TEST_CASE("external variants resume after a stop and shard like any other", "[ex
   }
   const MergeReport merged = merge_results(shards, {});
   CHECK(merged.missing_ids.empty());
-  CHECK(by_key(file_rows(shards / "results.jsonl")) == by_key(all));
+  CHECK(comparable(file_rows(shards / "results.jsonl")) == comparable(all));
   fs::remove_all(whole);
   fs::remove_all(parts);
   fs::remove_all(shards);

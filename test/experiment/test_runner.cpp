@@ -23,6 +23,9 @@
 namespace fs = std::filesystem;
 using namespace attndev::experiment;
 using attndev::io::Json;
+using attndev::test::comparable;
+using attndev::test::file_rows;
+using attndev::test::options_for;
 using attndev::test::temp_dir;
 
 namespace {
@@ -40,36 +43,6 @@ const char* kConfig = R"({
     {"name": "gpu", "algorithm": "flash2", "policy": "kernel-bf16", "backend": "cuda"}
   ]
 })";
-
-RunOptions options_for(const fs::path& dir) {
-  RunOptions o;
-  o.dir = dir;
-  o.threads = 1;
-  o.provenance.tool_version = "test";
-  return o;
-}
-
-// Rows keyed by (point, variant) without the fields that legitimately differ between runs.
-std::map<std::string, Json> comparable(const std::vector<Json>& rows) {
-  std::map<std::string, Json> out;
-  for (Json row : rows) {
-    row.erase("runtime_ms");
-    row.erase("gflops");
-    row.erase("tflops");
-    const std::string key =
-        row["point_id"].get<std::string>() + "/" + row["variant"].get<std::string>();
-    REQUIRE(out.count(key) == 0);
-    out[key] = row;
-  }
-  return out;
-}
-
-std::vector<Json> file_rows(const fs::path& file) {
-  std::vector<Json> rows;
-  for (const Json& r : attndev::io::read_jsonl(file).records)
-    if (r["record"] == "row") rows.push_back(r);
-  return rows;
-}
 
 }  // namespace
 
