@@ -94,15 +94,14 @@ void run_match(const MatchArgs& a) {
     }
     if (!merged.empty())
       log::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
-                   what, n);
+                what, n);
     return out;
   };
   const std::vector<experiment::MatchCandidate> candidates =
       experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
                                   clamp_tiles(a.bc, inputs.k.rows, "Bc"));
-  log::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(),
-               a.inputs, inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows,
-               inputs.q.cols);
+  log::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(), a.inputs,
+            inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows, inputs.q.cols);
   experiment::MatchOptions mo;
   mo.options = options;
   mo.on_progress = [](std::size_t done, std::size_t total) {

@@ -140,11 +140,11 @@ void add_run_command(cli::Command& app) {
     };
 
     log::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
-                 config.variants.size(),
-                 shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
-                                       std::to_string(shard.count) + ")"
-                                 : "",
-                 options.dir.string());
+              config.variants.size(),
+              shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
+                                    std::to_string(shard.count) + ")"
+                              : "",
+              options.dir.string());
     experiment::RunReport report;
     {
       StopSignals signals;

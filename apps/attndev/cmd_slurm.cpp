@@ -208,8 +208,8 @@ void add_slurm_command(cli::Command& app) {
     fs::permissions(slurm_dir / "submit.sh",
                     fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
-    log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name,
-                 plan.points.size(), args->shards, slurm_dir.string());
+    log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name, plan.points.size(),
+              args->shards, slurm_dir.string());
 
     if (!args->submit) {
       std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",

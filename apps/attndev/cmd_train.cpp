@@ -54,8 +54,8 @@ void prepare_out_dir(const std::filesystem::path& out, bool force) {
 void progress_line(const std::string& run, const train::StepLog& l, int every, int total) {
   if ((l.step + 1) % every != 0 && l.step + 1 != total && l.step != 0) return;
   log::info("{} step {}/{} loss {:.4f} lr {:.2e}{}{} ({:.1f} s)", run, l.step + 1, total, l.loss,
-               l.lr, l.loss_scale != 1.0 ? fmt::format(" scale {:g}", l.loss_scale) : "",
-               l.skipped ? " SKIPPED (overflow)" : "", l.seconds);
+            l.lr, l.loss_scale != 1.0 ? fmt::format(" scale {:g}", l.loss_scale) : "",
+            l.skipped ? " SKIPPED (overflow)" : "", l.seconds);
 }
 
 void run_train(const TrainArgs& args, const std::string& command_line) {
@@ -136,7 +136,7 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
     record["provenance"] = provenance_json();
     io::write_file_atomic(out / "study.json", record.dump(2) + "\n");
     log::info("study {}: {} comparison rows; see {}", study.name, r.compared_rows,
-                 (out / "summary.md").string());
+              (out / "summary.md").string());
     if (r.compared_rows == 0 && !study.pairs.empty()) throw CommandExit{kExitNothingCompared};
   } else {
     options.progress = [&](const std::string& run, const train::StepLog& l) {
@@ -145,15 +145,15 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
     const train::Corpus corpus = train::load_run_corpus(single, options);
     const train::RunResult r = train::run_single(single, corpus, options, out);
     log::info("{}: loss {:.4f} -> {:.4f} in {} steps, {:.1f} s; snapshots in {}", single.name,
-                 r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
-                 (out / "snapshots").string());
+              r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
+              (out / "snapshots").string());
     if (!single.shadows.empty())
       log::info("{}: in-model deviation of {} shadow(s) at {} step(s) in {} ({:.1f} s)",
-                   single.name, single.shadows.size(), single.shadow_steps.size(),
-                   (out / "in_model.csv").string(), r.shadow_seconds);
+                single.name, single.shadows.size(), single.shadow_steps.size(),
+                (out / "in_model.csv").string(), r.shadow_seconds);
     if (!args.capture.empty())
       log::info("{}: Q, K, V of {} step(s) in {}", single.name, args.capture.size(),
-                   (out / "captures").string());
+                (out / "captures").string());
   }
 }
 

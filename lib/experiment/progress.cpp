@@ -55,7 +55,7 @@ void ProgressReporter::update(std::size_t done, std::size_t total) {
     drew_ = true;
   } else {
     log::info("progress: {}/{} points ({:.0f}%), {:.2f} points/s, ETA {}", done, total,
-                 100 * fraction, rate, format_duration(eta));
+              100 * fraction, rate, format_duration(eta));
   }
 }
 

@@ -149,7 +149,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     log::warn("... and {} more damaged record(s)", repair.problems.size() - 10);
   if (report.repaired_records)
     log::warn("{}: dropped {} torn, partial or damaged record(s); their points are rerun",
-                 report.results_file.string(), report.repaired_records);
+              report.results_file.string(), report.repaired_records);
 
   const StoredResults stored = load_results(options.dir, config, plan);
   std::vector<const Point*> pending;
@@ -163,8 +163,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     }
   }
   if (report.already_done)
-    log::info("resuming: {} of {} points already in {}", report.already_done,
-                 report.shard_points, options.dir.string());
+    log::info("resuming: {} of {} points already in {}", report.already_done, report.shard_points,
+              options.dir.string());
 
   io::JsonlAppender out(report.results_file);
   Json run_record;
@@ -222,7 +222,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
         if (variant.external && stop()) report.interrupted = true;
         if (!results[v].outcome.status.is_ok())
           log::debug("{} at {}: {}", variant.name, point->describe(),
-                        results[v].outcome.status.text());
+                     results[v].outcome.status.text());
       }
       if (report.interrupted) break;  // the point in flight is not written: a rerun redoes it
 

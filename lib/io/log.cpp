@@ -9,12 +9,18 @@ namespace {
 
 spdlog::level::level_enum to_spdlog(Level level) {
   switch (level) {
-    case Level::trace: return spdlog::level::trace;
-    case Level::debug: return spdlog::level::debug;
-    case Level::info: return spdlog::level::info;
-    case Level::warn: return spdlog::level::warn;
-    case Level::error: return spdlog::level::err;
-    case Level::off: return spdlog::level::off;
+    case Level::trace:
+      return spdlog::level::trace;
+    case Level::debug:
+      return spdlog::level::debug;
+    case Level::info:
+      return spdlog::level::info;
+    case Level::warn:
+      return spdlog::level::warn;
+    case Level::error:
+      return spdlog::level::err;
+    case Level::off:
+      return spdlog::level::off;
   }
   return spdlog::level::info;
 }

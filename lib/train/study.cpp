@@ -219,13 +219,12 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
     for (const TrainConfig& base : study.runs) {
       const TrainConfig cfg = replicate_of(base, r, study.replicate_seed_stride);
       const std::filesystem::path dir = run_folder(options.out_dir, reps, r, cfg.name);
-      log::info(
-          "study {}: {}training run {} ({}, {} attention, policy {}, seed {}, data seed {})",
-          study.name,
-          reps > 1 ? "replicate " + std::to_string(r + 1) + "/" + std::to_string(reps) + ": "
-                   : std::string(),
-          cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
-          config::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
+      log::info("study {}: {}training run {} ({}, {} attention, policy {}, seed {}, data seed {})",
+                study.name,
+                reps > 1 ? "replicate " + std::to_string(r + 1) + "/" + std::to_string(reps) + ": "
+                         : std::string(),
+                cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
+                config::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
       runs[r][cfg.name] = run_single(cfg, corpora.at(corpus_key(cfg)), options, dir);
       configs[r][cfg.name] = cfg;
       const std::string rel = std::filesystem::relative(dir, options.out_dir).generic_string();

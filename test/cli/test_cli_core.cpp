@@ -20,8 +20,8 @@
 #include "spawn.hpp"
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using attndev::test::slurp;
+using nlohmann::json;
 
 namespace {
 

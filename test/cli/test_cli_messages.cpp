@@ -16,8 +16,9 @@ namespace {
 // A one-point flash2 config named `name` in <file>.json, `extra` spliced in before "variants".
 fs::path write_small_config(const std::string& file, const std::string& name,
                             const std::string& extra = "") {
-  return write_config(file, R"({"name": ")" + name + R"(", "axes": {"seq_len": [32], "head_dim": 16},)" +
-                    extra + R"( "variants": [{"algorithm": "flash2", "policy": "fp32"}]})");
+  return write_config(file, R"({"name": ")" + name +
+                                R"(", "axes": {"seq_len": [32], "head_dim": 16},)" + extra +
+                                R"( "variants": [{"algorithm": "flash2", "policy": "fp32"}]})");
 }
 
 }  // namespace
@@ -45,8 +46,8 @@ TEST_CASE("a config name run cannot create as a folder is refused by validate", 
 }
 
 TEST_CASE("trials whose seeds would wrap past 2^64 - 1 are refused", "[cli][messages]") {
-  const fs::path cfg =
-      write_small_config("wrap", "wrap", R"( "trials": {"count": 2, "seed": 18446744073709551615},)");
+  const fs::path cfg = write_small_config(
+      "wrap", "wrap", R"( "trials": {"count": 2, "seed": 18446744073709551615},)");
   const Result v = run_cli({"validate", cfg.string()});
   INFO(v.err);
   CHECK(v.code == 2);

@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 using namespace attndev;
 using namespace attndev::experiment;
 using attndev::io::Json;
-using attndev::test::file_rows;
 using attndev::test::comparable;
+using attndev::test::file_rows;
 using attndev::test::options_for;
 using attndev::test::temp_dir;
 

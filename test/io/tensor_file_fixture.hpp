@@ -17,8 +17,8 @@ inline const std::string kTensorFixtures = std::string(ATTNDEV_SOURCE_DIR) + "/t
 
 // A fresh, empty folder test-scratch/<reader>/<name> under the build tree.
 inline std::filesystem::path tensor_scratch(const std::string& reader, const std::string& name) {
-  const std::filesystem::path p = std::filesystem::path(ATTNDEV_BINARY_DIR) / "test-scratch" /
-                                  reader / name;
+  const std::filesystem::path p =
+      std::filesystem::path(ATTNDEV_BINARY_DIR) / "test-scratch" / reader / name;
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
