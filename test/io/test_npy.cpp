@@ -47,8 +47,9 @@ std::vector<unsigned char> f64_bytes(const std::vector<double>& v) {
 
 // Parses and expects a TensorFileError naming the file and containing every fragment.
 void expect_npy_error(const std::vector<unsigned char>& bytes,
-                     const std::vector<std::string>& fragments) {
-  attndev::test::expect_tensor_file_error([&] { attndev::io::parse_npy(bytes, "case.npy", "case"); }, "case.npy", fragments);
+                      const std::vector<std::string>& fragments) {
+  attndev::test::expect_tensor_file_error(
+      [&] { attndev::io::parse_npy(bytes, "case.npy", "case"); }, "case.npy", fragments);
 }
 
 }  // namespace
@@ -157,13 +158,13 @@ TEST_CASE("npy: malformed files give clear errors", "[npy]") {
   }
   SECTION("big-endian") {
     expect_npy_error(npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", two),
-                 {"'>f4'", "big-endian", "astype"});
+                     {"'>f4'", "big-endian", "astype"});
   }
   SECTION("integer and other non-float dtypes") {
     expect_npy_error(npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", two),
-                 {"'<i8'", "not supported"});
+                     {"'<i8'", "not supported"});
     expect_npy_error(npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (16,), }", two),
-                 {"'|u1'"});
+                     {"'|u1'"});
     expect_npy_error(
         npy_file("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", two),
         {"structured"});
@@ -180,26 +181,27 @@ TEST_CASE("npy: malformed files give clear errors", "[npy]") {
   }
   SECTION("broken header dict") {
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,)", two),
-                 {"malformed .npy header"});
+                     {"malformed .npy header"});
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': Maybe, 'shape': (2,), }", two),
-                 {"malformed .npy header"});
+                     {"malformed .npy header"});
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (-2,), }", two),
-                 {"negative"});
+                     {"negative"});
     expect_npy_error(npy_file("{'descr': '<f8', 'shape': (2,), }", two), {"fortran_order"});
-    expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
-                 {"malformed"});
+    expect_npy_error(
+        npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
+        {"malformed"});
     expect_npy_error(
         npy_file("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2,)}", two),
         {"occurs twice"});
   }
   SECTION("data shorter or longer than the shape") {
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", two),
-                 {"truncated"});
+                     {"truncated"});
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", two),
-                 {"needs 8 data bytes", "holds 16"});
+                     {"needs 8 data bytes", "holds 16"});
     expect_npy_error(npy_file("{'descr': '<f8', 'fortran_order': False, "
-                          "'shape': (4294967296, 4294967296, 4294967296), }",
-                          two),
-                 {"truncated"});
+                              "'shape': (4294967296, 4294967296, 4294967296), }",
+                              two),
+                     {"truncated"});
   }
 }

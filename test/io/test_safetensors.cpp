@@ -40,8 +40,10 @@ std::vector<unsigned char> raw_file(const std::string& header, std::size_t data_
 
 // Parses and expects a TensorFileError naming the file and containing every fragment.
 void expect_safetensors_error(const std::vector<unsigned char>& bytes,
-                     const std::vector<std::string>& fragments) {
-  attndev::test::expect_tensor_file_error([&] { attndev::io::parse_safetensors(bytes, "case.safetensors"); }, "case.safetensors", fragments);
+                              const std::vector<std::string>& fragments) {
+  attndev::test::expect_tensor_file_error(
+      [&] { attndev::io::parse_safetensors(bytes, "case.safetensors"); }, "case.safetensors",
+      fragments);
 }
 
 NamedTensor tensor(std::string name, DType dtype, std::vector<std::int64_t> shape,
@@ -152,8 +154,10 @@ TEST_CASE("safetensors and npy files are written with the umask's permissions, n
 }
 
 TEST_CASE("safetensors: the committed fixture pair", "[safetensors]") {
-  const auto a = attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_a.safetensors");
-  const auto b = attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_b.safetensors");
+  const auto a =
+      attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_a.safetensors");
+  const auto b =
+      attndev::io::read_safetensors(attndev::test::kTensorFixtures + "pair_b.safetensors");
   CHECK(a.metadata.at("step") == "0");
   CHECK(b.metadata.at("step") == "100");
   REQUIRE(a.tensors.size() == 5);
@@ -189,7 +193,8 @@ TEST_CASE("load_tensors and match_tensors on folders", "[safetensors]") {
   CHECK(p.pairs.size() == 1);
   CHECK(p.only_a.empty());
 
-  CHECK_THROWS_AS(attndev::io::load_tensors(attndev::test::kTensorFixtures + "does_not_exist"), TensorFileError);
+  CHECK_THROWS_AS(attndev::io::load_tensors(attndev::test::kTensorFixtures + "does_not_exist"),
+                  TensorFileError);
   CHECK_THROWS_AS(attndev::io::load_tensors(safetensors_scratch("empty_dir")), TensorFileError);
 }
 
@@ -231,49 +236,55 @@ TEST_CASE("safetensors: malformed headers give clear errors", "[safetensors]") {
     expect_safetensors_error(raw_file("[1,2]", 0), {"not an object"});
   }
   SECTION("offsets past the end") {
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
-                 {"tensor 'w'", "past the end"});
+    expect_safetensors_error(
+        raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
+        {"tensor 'w'", "past the end"});
   }
   SECTION("shape and size disagree") {
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
-                 {"tensor 'w'", "needs 12 bytes", "span 8"});
+    expect_safetensors_error(
+        raw_file(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
+        {"tensor 'w'", "needs 12 bytes", "span 8"});
   }
   SECTION("unsupported dtype names tensor and dtype") {
-    expect_safetensors_error(raw_file(R"({"ids":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", 8),
-                 {"tensor 'ids'", "I32", "F64, F32, F16, BF16"});
+    expect_safetensors_error(
+        raw_file(R"({"ids":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", 8),
+        {"tensor 'ids'", "I32", "F64, F32, F16, BF16"});
   }
   SECTION("negative or fractional dimension") {
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
-                 {"tensor 'w'", "negative"});
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", 8),
-                 {"tensor 'w'"});
+    expect_safetensors_error(
+        raw_file(R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+        {"tensor 'w'", "negative"});
+    expect_safetensors_error(
+        raw_file(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,8]}})", 8), {"tensor 'w'"});
   }
   SECTION("huge shape cannot overflow the size check") {
     expect_safetensors_error(raw_file(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296,16],)"
-                          R"("data_offsets":[0,8]}})",
-                          8),
-                 {"tensor 'w'"});
+                                      R"("data_offsets":[0,8]}})",
+                                      8),
+                             {"tensor 'w'"});
   }
   SECTION("begin after end") {
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8),
-                 {"begin > end"});
+    expect_safetensors_error(
+        raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8), {"begin > end"});
   }
   SECTION("missing fields") {
     expect_safetensors_error(raw_file(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", 8), {"dtype"});
-    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", 8), {"shape"});
+    expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", 8),
+                             {"shape"});
     expect_safetensors_error(raw_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", 8),
-                 {"data_offsets"});
+                             {"data_offsets"});
     expect_safetensors_error(raw_file(R"({"w":7})", 0), {"not a JSON object"});
   }
   SECTION("overlapping tensors") {
     expect_safetensors_error(raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                          12),
-                 {"overlaps"});
+                                      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                      12),
+                             {"overlaps"});
   }
   SECTION("holes and trailing bytes") {
-    expect_safetensors_error(raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
-                 {"belong to no tensor"});
+    expect_safetensors_error(
+        raw_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+        {"belong to no tensor"});
     expect_safetensors_error(raw_file(ok, 12), {"4 bytes after the last tensor"});
   }
   SECTION("metadata must map strings to strings") {

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "attention/attention.hpp"
 #include "experiment/config.hpp"
