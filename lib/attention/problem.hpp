@@ -1,5 +1,5 @@
 // The validated problem every backend computes: argument checks and the input stage, defined
-// once. attention::run() and the CUDA backend (lib/cuda/cuda_backend.cu) both start here, so a
+// once. attention::run() and the CUDA backend (lib/cuda/cuda_backend.cpp) both start here, so a
 // config fails the same way on either backend and both see the same rounded Q, K, V and scales.
 #pragma once
 

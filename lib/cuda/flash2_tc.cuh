@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attention/rows/mask.hpp"
 #include "cuda/dispatch.hpp"
 #if defined(ATTNDEV_TC_HOST_SIM)
 // The includer has defined the primitives (test/cuda/tc_sim.hpp).
@@ -125,16 +126,16 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
   const T* q_g = p.q + head * p.seq_q * kD;   // (N_q, d)
   const T* k_g = p.k + head * p.seq_kv * kD;  // (N_kv, d)
   const T* v_g = p.v + head * p.seq_kv * kD;  // (N_kv, d)
-  const int diag = p.seq_kv - p.seq_q;        // causal: row i sees columns <= i + diag
+  // Which keys a row sees: the emulator's one rule (attention/rows/mask.hpp), so the causal
+  // diagonal, N_q != N_kv and rows that see no key agree with every other path by construction.
+  auto visible = [&](int row) {
+    return attention::rows::visible_count(row, p.seq_q, p.seq_kv, p.causal);
+  };
 
-  // K/V blocks this Q block needs: causal stops at the last column its last row may see.
-  int n_blocks = (p.seq_kv + kBN - 1) / kBN;
-  if (p.causal) {
-    const long last_row = (p.seq_q < m0 + kBM ? p.seq_q : m0 + kBM) - 1;
-    const long last_col = last_row + diag;
-    const long needed = last_col < 0 ? 0 : last_col / kBN + 1;
-    if (needed < n_blocks) n_blocks = static_cast<int>(needed);
-  }
+  // K/V blocks this Q block needs: those holding a key its last row sees (the last row sees the
+  // most; none when causal leaves the whole Q block without a key).
+  const int last_row = (p.seq_q < m0 + kBM ? p.seq_q : m0 + kBM) - 1;
+  const int n_blocks = (visible(last_row) + kBN - 1) / kBN;
 
   load_tile<Tag>(q_s, q_g, m0, kBM, p.seq_q);
   if (n_blocks > 0) load_tile<Tag>(k_s, k_g, 0, kBN, p.seq_kv);
@@ -184,19 +185,20 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
       }
     }
 
-    // Mask columns past N_kv (tile tail) and, when causal, right of the bottom-right diagonal.
-    // Decided per block for the whole CTA: interior blocks skip the compares.
+    // Mask the columns a row does not see: past N_kv (tile tail) and, when causal, right of the
+    // bottom-right diagonal. Decided per block for the whole CTA, so interior blocks skip the
+    // compares: the CTA's first row sees the fewest keys, and when it sees the whole block, every
+    // row does.
     const int col_end = (nb + 1) * kBN;  // one past this block's last column
-    const bool tail = col_end > p.seq_kv;
-    const bool crosses_diag = p.causal && col_end - 1 > m0 + diag;
-    if (tail || crosses_diag) {
+    if (visible(m0) < col_end) {
       const int col0 = nb * kBN + quad_lane * 2;
       for (int t = 0; t < kMT; ++t) {
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          for (int c = 0; c < 4; ++c) {
-            const int col = col0 + nt * 8 + (c & 1);
-            if (col >= p.seq_kv || (p.causal && col > row_of(t, c / 2) + diag))
-              s[t][nt][c] = kNegInf;
+        for (int r = 0; r < 2; ++r) {
+          const int seen = visible(row_of(t, r));  // columns [0, seen) are this row's keys
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            for (int c = 2 * r; c < 2 * r + 2; ++c) {
+              if (col0 + nt * 8 + (c & 1) >= seen) s[t][nt][c] = kNegInf;
+            }
           }
         }
       }

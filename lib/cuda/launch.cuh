@@ -1,4 +1,4 @@
-// The launcher layer between dispatch (cuda_backend.cu) and the kernels (*.cuh).
+// The launcher layer between dispatch (cuda_backend.cpp) and the kernels (*.cuh).
 //
 // A launcher turns a problem already on the device (Q, K, V as doubles in the input format) into
 // a Prepared run: `launch` is the work that gets timed (kernels and GEMMs only, enqueued on the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "attention/rows/mask.hpp"
 
 namespace attndev::cuda::tests {
 
@@ -29,10 +30,9 @@ inline bool lse_close(const attention::Inputs& in, const attention::Options& opt
     for (int h = 0; h < s.heads; ++h) {
       for (int i = 0; i < s.seq_q; ++i, ++row) {
         if (cpu[row] == gpu[row]) continue;  // includes -inf == -inf
-        // Visible keys: all, or (causal, bottom-right aligned) j <= i + N_kv - N_q.
-        const int last = opt.causal ? std::min(s.seq_kv - 1, i + s.seq_kv - s.seq_q) : s.seq_kv - 1;
+        const int seen = attention::rows::visible_count(i, s.seq_q, s.seq_kv, opt.causal);
         double m = -std::numeric_limits<double>::infinity();
-        for (int j = 0; j <= last; ++j) {
+        for (int j = 0; j < seen; ++j) {
           double dot = 0;
           for (int t = 0; t < s.head_dim; ++t) dot += in.q.at(b, h, i, t) * in.k.at(b, h, j, t);
           m = std::max(m, scale * dot);
