@@ -9,6 +9,7 @@ if(TARGET attndev_cuda)
   target_link_libraries(cuda_gpu_kernels PRIVATE attndev_catch_main ${ATTNDEV_TEST_LIBS})
   target_include_directories(cuda_gpu_kernels PRIVATE ${PROJECT_SOURCE_DIR}/lib
                              ${PROJECT_SOURCE_DIR}/test ${PROJECT_SOURCE_DIR}/tools)
+  attndev_test_optimization(cuda_gpu_kernels cuda)
   add_test(NAME cuda_gpu_kernels COMMAND cuda_gpu_kernels)
   set_tests_properties(cuda_gpu_kernels PROPERTIES LABELS "gpu;cuda" SKIP_RETURN_CODE 77
                        TIMEOUT 600)

@@ -9,6 +9,7 @@ foreach(src ${attndev_fuzz_sources})
   add_executable(fuzz_replay_${name} ${src} ${PROJECT_SOURCE_DIR}/fuzz/replay_main.cpp)
   target_link_libraries(fuzz_replay_${name} PRIVATE ${ATTNDEV_TEST_LIBS})
   target_include_directories(fuzz_replay_${name} PRIVATE ${PROJECT_SOURCE_DIR}/lib)
+  attndev_test_optimization(fuzz_replay_${name} fuzz)
   set(inputs ${PROJECT_SOURCE_DIR}/fuzz/seeds/${name})
   if(name STREQUAL "config")
     # The shipped configs are the config target's seeds (scripts/fuzz.sh starts from them too).
