@@ -3,14 +3,18 @@
 # Usage: scripts/build.sh [PRESET [TARGET...]]   (no target: everything, tests included)
 #        ATTNDEV_CUDA=OFF  leave the CUDA backend out (run.sh does on a machine without a GPU);
 #                          default ON: built whenever a CUDA toolkit is found
+#        ATTNDEV_TESTS=OFF leave the tests out of the configuration (run.sh: running needs neither
+#                          them nor Catch2); default ON
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 shift || true
 jobs="${ATTNDEV_JOBS:-$(nproc)}"
-# Passed every time: the value is cached in the build folder, and a folder configured without
-# CUDA by run.sh must get it back when test.sh builds everything.
-cmake --preset "$preset" -DATTNDEV_CUDA="${ATTNDEV_CUDA:-ON}" >/dev/null
+# Passed every time: the values are cached in the build folder, and a folder configured without
+# CUDA or tests by run.sh must get them back when test.sh builds everything (the objects already
+# built stay valid: neither option changes how a library is compiled).
+cmake --preset "$preset" -DATTNDEV_CUDA="${ATTNDEV_CUDA:-ON}" -DBUILD_TESTING="${ATTNDEV_TESTS:-ON}" \
+  >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build --preset "$preset" -j "$jobs" "${targets[@]}"

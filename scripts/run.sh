@@ -14,7 +14,7 @@ else
   cuda=OFF
   echo "run.sh: no GPU visible (nvidia-smi -L): building without the CUDA backend" >&2
 fi
-ATTNDEV_CUDA=$cuda scripts/build.sh release attndev
+ATTNDEV_CUDA=$cuda ATTNDEV_TESTS=OFF scripts/build.sh release attndev
 config="${1:-configs/quickstart.json}"
 shift || true
 exec build/release/apps/attndev/attndev run "$config" "$@"

@@ -7,11 +7,11 @@
 set -euo pipefail
 
 mode="${1:-test}"
-# Compiler, build tools and the header libraries. catch2 is here too: the release preset
-# configures the tests (one build folder for run.sh and test.sh), even when only attndev is built.
+# Compiler, build tools and the header libraries attndev is built from (run.sh configures without
+# the tests, so Catch2 belongs to the test set-up).
 run_packages=(cmake ninja-build g++ git
-              libcli11-dev nlohmann-json3-dev libspdlog-dev libeigen3-dev catch2)
-test_packages=(pkg-config
+              libcli11-dev nlohmann-json3-dev libspdlog-dev libeigen3-dev)
+test_packages=(catch2 pkg-config                                # the test framework
                python3 python3-numpy python3-scipy python3-matplotlib  # test oracles, plots
                clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
                slurmctld slurmd slurm-client munge          # the real one-node SLURM test
