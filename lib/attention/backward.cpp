@@ -32,11 +32,19 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
                                 std::to_string(b.cols) + ")");
 }
 
-void validate(Algorithm algorithm, const Inputs& in, const Output& fwd, const Tensor& d_out,
-              const Options& options) {
+void validate(Algorithm algorithm, const PrecisionPolicy& policy, const Inputs& in,
+              const Output& fwd, const Tensor& d_out, const Options& options) {
   if (algorithm == Algorithm::flash1)
     throw std::invalid_argument(
         "attention backward: flash1 has no backward; use baseline or flash2");
+  // The backward rounds at the policy's stages the way the kernel model does (backward.hpp). Run
+  // under a framework-model policy it would recompute a P the framework forward never produced
+  // (its S, softmax and P are each one stored tensor op): refused, not silently mixed.
+  if (policy.model == numerics::Model::framework)
+    throw std::invalid_argument(
+        "attention backward: the policy uses the framework rounding model, which the backward "
+        "does not model (it rounds as the kernel model does); use a kernel-model policy "
+        "(kernel-bf16, torch-math-bf16, fp32, ...)");
   const Shape s = in.shape();
   if (s.head_dim < 1 || s.seq_q < 1 || s.seq_kv < 1 || s.batch < 1 || s.heads < 1)
     throw std::invalid_argument("attention backward: empty inputs (B, H, N and d must be >= 1)");
@@ -300,7 +308,7 @@ void put_head(Tensor& t, int b, int h, const std::vector<double>& v) {
 
 Gradients backward(Algorithm algorithm, const PrecisionPolicy& policy, const Inputs& inputs,
                    const Output& forward, const Tensor& d_out, const Options& options) {
-  validate(algorithm, inputs, forward, d_out, options);
+  validate(algorithm, policy, inputs, forward, d_out, options);
   const Shape s = inputs.shape();
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   // With the scale folded into Q', S = Q' K^T: the scores carry no further scale, dK = dS^T Q'

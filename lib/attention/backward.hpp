@@ -14,7 +14,10 @@
 //             loop runs over K/V blocks of Bc rows, the inner over Q blocks of Br rows; dK_j, dV_j
 //             live in accumulators for one K/V block, dQ accumulates across K/V blocks (the
 //             kernel's fp32 atomicAdd, here in the fixed order j = 0, 1, ...).
-// flash1 has no backward here (the study trains with baseline and flash2): it throws.
+// flash1 has no backward here (the study trains with baseline and flash2): it throws. So does a
+// policy of the framework rounding model: every stage below is rounded as the kernel model does
+// (one rounding per stage, each op in the stage's format), which is not what a framework's
+// forward stored, so "P as the forward stores it" would not hold.
 //
 // Where each backward intermediate is rounded (stage of numerics::PrecisionPolicy):
 //   input        Q, K, V (as the forward saw them) and dO, as stored in memory; O as stored by the

@@ -255,6 +255,14 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
       std::string error;
       if (!config::parse_policy(a.at("policy"), c.policy, error))
         throw ConfigError(join(p, "policy"), error);
+      // Refused here, before any output exists, rather than by attention::backward at step 1.
+      if (c.policy.model == numerics::Model::framework)
+        throw ConfigError(join(p, "policy"),
+                          "\"" + config::policy_label(c.policy) +
+                              "\" uses the framework rounding model, which the backward pass "
+                              "does not model: train with a kernel-model policy (kernel-bf16, "
+                              "torch-math-bf16, fp32, ...); a framework policy can run as a "
+                              "\"shadow\" variant (forward only)");
     }
     c.block_r = get_int(a, p, "block_r", c.block_r, 1, 65536);
     c.block_c = get_int(a, p, "block_c", c.block_c, 1, 65536);

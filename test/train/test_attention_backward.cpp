@@ -246,4 +246,14 @@ TEST_CASE("backward rejects impossible arguments", "[backward][errors]") {
   no_lse.lse.clear();
   CHECK_THROWS_AS(at::backward(at::Algorithm::flash2, nm::kGoldenPolicy, in, no_lse, fwd.o, opt),
                   std::invalid_argument);
+  // The framework rounding model has no backward; the kernel model of the same formats has.
+  const nm::PrecisionPolicy framework = nm::find_preset("framework-bf16")->policy;
+  nm::PrecisionPolicy kernel = framework;
+  kernel.model = nm::Model::kernel;
+  for (at::Algorithm a : {at::Algorithm::baseline, at::Algorithm::flash2}) {
+    const at::Output f = at::run(a, framework, in, opt);
+    CHECK_THROWS_WITH(at::backward(a, framework, in, f, f.o, opt),
+                      Catch::Contains("framework rounding model"));
+    CHECK_NOTHROW(at::backward(a, kernel, in, at::run(a, kernel, in, opt), f.o, opt));
+  }
 }

@@ -205,6 +205,12 @@ TEST_CASE("attndev train rejects bad input with exit 2 and writes nothing", "[tr
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("attention.algoritm") && Catch::Contains("algorithm"));
   CHECK_FALSE(fs::exists(out));
+  std::ofstream(bad) << R"({"attention": {"algorithm": "flash2", "policy": "framework-bf16"}})";
+  r = run_attndev("train '" + bad.string() + "' -o '" + out.string() + "'");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("attention.policy") &&
+                        Catch::Contains("framework rounding model") && Catch::Contains("shadow"));
+  CHECK_FALSE(fs::exists(out));
   r = run_attndev("train '" + kStudy + "' --text /nonexistent.txt -o '" + out.string() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("/nonexistent.txt"));
