@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "attention/detail.hpp"
+#include "attention/rows/arith.hpp"
+#include "attention/rows/mask.hpp"
+#include "attention/rows/softmax.hpp"
 #include "numerics/arith.hpp"
 #include "numerics/math.hpp"
 
@@ -141,29 +144,19 @@ double scaled_score(const PrecisionPolicy& pol, const HeadIn& x, int i, int j, i
 HeadGrad baseline_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s, bool causal,
                        double score_scale, double grad_scale) {
   const int nq = s.seq_q, nk = s.seq_kv, d = s.head_dim;
-  // P: (N_q, N_kv), as the baseline forward stores it.
+  // P: (N_q, N_kv), as the baseline forward stores it: the forward's own softmax
+  // (rows::softmax_row) over the keys the row sees, a prefix of the row (rows/mask.hpp); masked
+  // keys keep P = 0. validate() admits only the kernel model, under which that is the whole
+  // recipe (the framework model would also change how S is formed).
   std::vector<double> p(std::size_t(nq) * nk, 0.0);
+  const rows::PolicyArith arith{pol};
   for (int i = 0; i < nq; ++i) {
     double* row = &p[std::size_t(i) * nk];
-    double m = kNegInf;
-    for (int j = 0; j < nk; ++j) {
-      if (causal && !causal_visible(i, j, nq, nk)) continue;
-      row[j] = scaled_score(pol, x, i, j, d, score_scale);
-      m = std::max(m, row[j]);
-    }
-    if (m == kNegInf) {  // fully masked row: P = 0, no gradient flows (forward output is 0)
-      std::fill(row, row + nk, 0.0);
-      continue;
-    }
-    double l = 0.0;
-    for (int j = 0; j < nk; ++j) {
-      if (causal && !causal_visible(i, j, nq, nk)) continue;
-      // s - m <= 0, so exp never overflows; m itself is one of the scores, so l >= 1.
-      row[j] = numerics::exp_in(pol.stats, numerics::sub_in(pol.stats, row[j], m));
-      l = numerics::add_in(pol.stats, l, row[j]);
-    }
-    for (int j = 0; j < nk; ++j)
-      row[j] = pol.round(Stage::prob, numerics::div_in(pol.stats, row[j], l));
+    const int seen = rows::visible_count(i, nq, nk, causal);
+    for (int j = 0; j < seen; ++j) row[j] = scaled_score(pol, x, i, j, d, score_scale);
+    rows::RowSoftmax<rows::PolicyArith> softmax;
+    // A row without a usable score: P = 0, no gradient flows (its forward output is 0).
+    if (!rows::softmax_row(arith, softmax, row, seen)) std::fill(row, row + seen, 0.0);
   }
 
   HeadGrad g;

@@ -5,7 +5,8 @@
 //
 // Two algorithms, mirroring the forward:
 //   baseline  P is materialized as the baseline forward stores it (recomputed here by the same
-//             recipe: S rounded to `score`, softmax in `stats`, P rounded to `prob`), then
+//             recipe: S rounded to `score`, the forward's own softmax, rows::softmax_row, in
+//             `stats`, P rounded to `prob`; keys a row does not see keep P = 0), then
 //             dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = dS K, dK = dS^T Q,
 //             each as one full (N_q, N_kv) matrix, as a framework's autograd does.
 //   flash2    FA-2's recomputing backward: nothing of size N_q x N_kv is stored. P is rebuilt tile

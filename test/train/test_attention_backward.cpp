@@ -257,3 +257,29 @@ TEST_CASE("backward rejects impossible arguments", "[backward][errors]") {
     CHECK_NOTHROW(at::backward(a, kernel, in, at::run(a, kernel, in, opt), f.o, opt));
   }
 }
+
+TEST_CASE("baseline backward: a row's non-finite softmax stays out of the keys it does not see",
+          "[backward][policy]") {
+  // Causal, N = 4: row 0 sees key 0 only. Its one score overflows bf16 to +inf, so its softmax is
+  // NaN (inf - inf), as in the forward. The forward never forms P for the keys row 0 does not
+  // see; the backward must keep those P at 0, or the NaN reaches dV of keys 1..3 through P^T dO.
+  // (The backward's own softmax loop normalized the whole row, masked zeros included: 0/NaN.)
+  const nm::PrecisionPolicy pol = nm::find_preset("kernel-bf16")->policy;
+  std::mt19937_64 rng(11);
+  at::Inputs in{random_tensor(1, 1, 4, 2, rng), random_tensor(1, 1, 4, 2, rng),
+                random_tensor(1, 1, 4, 2, rng)};
+  in.q.at(0, 0, 0, 0) = 1e300;
+  in.q.at(0, 0, 0, 1) = 0.0;
+  in.k.at(0, 0, 0, 0) = 1.0;
+  at::Options opt;
+  opt.causal = true;
+  const at::Output fwd = at::run(at::Algorithm::baseline, pol, in, opt);
+  REQUIRE(std::isnan(fwd.o.at(0, 0, 0, 0)));  // the premise: row 0's softmax is NaN
+  const at::Tensor d_out = random_tensor(1, 1, 4, 2, rng);
+  const at::Gradients g = at::backward(at::Algorithm::baseline, pol, in, fwd, d_out, opt);
+  for (int j = 1; j < 4; ++j) {
+    INFO("key " << j);
+    CHECK(std::isfinite(g.dv.at(0, 0, j, 0)));
+    CHECK(std::isfinite(g.dv.at(0, 0, j, 1)));
+  }
+}
