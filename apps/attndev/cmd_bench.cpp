@@ -2,9 +2,9 @@
 // measured in the same run, so a reader sees how close emulation comes to what the hardware does
 // with plain matrix products.
 //
-// Every timed configuration is first checked (STYLE.md #7): the output must be finite, and where a
-// fast path runs it must equal the generic path bit for bit on a small sub-problem. A failed
-// check is reported and nothing is timed for it (exit 1).
+// Every timed configuration is first checked (docs/CONTRIBUTING.md #12): the output must be finite,
+// and where a fast path runs it must equal the generic path bit for bit on a small sub-problem. A
+// failed check is reported and nothing is timed for it (exit 1).
 
 #include <algorithm>
 #include <chrono>
@@ -120,7 +120,7 @@ std::vector<Config> configs_of(const BenchArgs& a) {
   return {{a.algo + " " + a.policy, algo, policy, a.policy}};
 }
 
-// STYLE.md #7: the configuration must pass its check before it is timed.
+// docs/CONTRIBUTING.md #12: the configuration must pass its check before it is timed.
 void check(const Config& c, const attention::Shape& shape, const attention::Options& opt,
            const attention::Output& out, Measured& m) {
   for (double x : out.o.data) {

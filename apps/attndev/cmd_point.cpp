@@ -1,7 +1,7 @@
 // `attndev point`: one point, measured three ways on identical rounded inputs: the FP64 golden,
 // the variant (algorithm x policy) and the same-precision baseline, with every metric of the
-// variant and the baseline against the golden and their ratio (STYLE.md #8: a deviation means
-// something only next to a baseline's at the same precision). The variant runs through
+// variant and the baseline against the golden and their ratio (docs/CONTRIBUTING.md #8: a deviation
+// means something only next to a baseline's at the same precision). The variant runs through
 // experiment::run_variant, the same call `attndev run` makes, so a kernel reachable here is
 // reachable from a config and vice versa.
 

@@ -1,6 +1,6 @@
 // One function per subcommand; each adds itself to the command line (cli.hpp) and sets its
 // callback.
-// main.cpp calls them all explicitly (a registry with one call site, STYLE.md #6).
+// main.cpp calls them all explicitly (a registry with one call site, docs/CONTRIBUTING.md #11).
 //
 // A callback reports its exit code by throwing CommandExit (so that RAII cleanup runs) or by
 // returning normally (exit 0). Usage errors throw UsageError (exit 2).

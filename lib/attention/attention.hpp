@@ -1,8 +1,8 @@
 // The CPU attention emulator: one entry point over every algorithm and precision policy.
 //
-// Nothing here knows about configs or the CLI (see STYLE.md #4): callers hand in tensors, a
-// policy and options; the result is the output tensor (and the log-sum-exp where the algorithm
-// produces one).
+// Nothing here knows about configs or the CLI (see docs/CONTRIBUTING.md #5): callers hand in
+// tensors, a policy and options; the result is the output tensor (and the log-sum-exp where the
+// algorithm produces one).
 #pragma once
 
 #include <cstddef>
@@ -163,7 +163,8 @@ Output golden(const Inputs& inputs, const Options& options);
 
 // Name of the implementation run() would use: "generic", "fast-f32" (fp32 accumulators, stats
 // fp32/tf32/bf16/fp16, storage stages any format up to fp32) or "fast-f64" (every stage fp64). One
-// function decides both this answer and the dispatch, so they cannot disagree (STYLE.md #5).
+// function decides both this answer and the dispatch, so they cannot disagree (docs/CONTRIBUTING.md
+// #6).
 const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                         const Options& options);
 

@@ -19,9 +19,9 @@ namespace attndev::attention::detail {
 
 namespace {
 
-// One instantiation per (value type, stats format, rounding model) the fast path has (STYLE.md
-// #5: the one place a runtime choice becomes a template parameter); fast_kind() admitted only
-// these.
+// One instantiation per (value type, stats format, rounding model) the fast path has
+// (docs/CONTRIBUTING.md #6: the one place a runtime choice becomes a template parameter);
+// fast_kind() admitted only these.
 template <template <class, numerics::Format, bool> class Run, class... Args>
 void dispatch(FastKind kind, const numerics::PrecisionPolicy& policy, Args&&... args) {
   if (kind == FastKind::f64) {

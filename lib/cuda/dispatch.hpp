@@ -1,6 +1,6 @@
 // The one place where runtime choices (kernel, formats, head dim, Br, Bc) become template
-// parameters, and where "is this supported?" is answered (STYLE.md #5). Both questions go
-// through select(): the launcher passes a visitor that launches the chosen instantiation, the
+// parameters, and where "is this supported?" is answered (docs/CONTRIBUTING.md #6). Both questions
+// go through select(): the launcher passes a visitor that launches the chosen instantiation, the
 // capability answer passes a visitor that does nothing. They cannot disagree.
 //
 // Plain C++ (no CUDA header): the host-only unit test includes it in every build.

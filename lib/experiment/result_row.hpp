@@ -37,9 +37,9 @@ io::Json make_row(const Point& point, const Variant& variant, const VariantOutco
 // (Config::ratio_reference). rows[v] belongs to config.variants[v].
 void fill_ratios(std::vector<io::Json>& rows, const Config& config);
 
-// The max_rel floor for an output format (STYLE.md #8): relative error is only meaningful for
-// elements the output format resolves, so |ref| is floored at the format's unit roundoff times
-// the largest |ref| of the tensor.
+// The max_rel floor for an output format (docs/CONTRIBUTING.md #8): relative error is only
+// meaningful for elements the output format resolves, so |ref| is floored at the format's unit
+// roundoff times the largest |ref| of the tensor.
 double max_rel_floor(numerics::Format output_format, double max_abs_reference);
 
 // The row's status, parsed back once into the type the runner wrote. A status this version did

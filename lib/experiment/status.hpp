@@ -1,9 +1,9 @@
 // A variant's outcome at a point, one type end to end: the runner sets it, the row carries its
 // text, and readers of results parse the text back once into the same type.
 //
-// Three outcomes (STYLE.md #10): `ok` (compared), `skipped: <reason>` (nothing was compared: no
-// device, an unsupported combination; never a pass) and `failed: <reason>` (an error, a crash of
-// an external command, a wrong shape). Files spell them exactly so, as lib/cuda's
+// Three outcomes (docs/CONTRIBUTING.md #10): `ok` (compared), `skipped: <reason>` (nothing was
+// compared: no device, an unsupported combination; never a pass) and `failed: <reason>` (an error,
+// a crash of an external command, a wrong shape). Files spell them exactly so, as lib/cuda's
 // CudaRunResult::status_text() does.
 #pragma once
 

@@ -1,6 +1,7 @@
-// The one place that turns a Variant into a call (STYLE.md #5): `cpu` is the emulator, `cuda`
-// lib/cuda (the kernel named by Variant::kernel, or the algorithm's own), `external` a command
-// (experiment/external.hpp). `attndev run`, `attndev point` and `attndev match` all come here.
+// The one place that turns a Variant into a call (docs/CONTRIBUTING.md #6): `cpu` is the emulator,
+// `cuda` lib/cuda (the kernel named by Variant::kernel, or the algorithm's own), `external` a
+// command (experiment/external.hpp). `attndev run`, `attndev point` and `attndev match` all come
+// here.
 #pragma once
 
 #include <filesystem>

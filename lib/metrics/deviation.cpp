@@ -15,7 +15,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A pair that both sides agree is the same infinity carries no error; every other non-finite
-// pair poisons the metrics (STYLE.md #9: infinities must match in sign, NaN always fails).
+// pair poisons the metrics (docs/CONTRIBUTING.md #9: infinities must match in sign, NaN always
+// fails).
 bool matching_infinities(double x, double r) {
   return std::isinf(x) && x == r;
 }

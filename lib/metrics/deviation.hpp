@@ -1,4 +1,4 @@
-// Deviation of a result from a reference, computed in double (STYLE.md #9).
+// Deviation of a result from a reference, computed in double (docs/CONTRIBUTING.md #9).
 #pragma once
 
 #include <cstdint>

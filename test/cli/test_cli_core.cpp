@@ -181,8 +181,8 @@ TEST_CASE("bench --json and list --json carry the same provenance fields as poin
 }
 
 TEST_CASE("attndev point: baseline under fp64 is the golden itself", "[cli]") {
-  // The golden is `baseline` with every stage fp64 (STYLE.md #2): the same code on the same
-  // inputs must agree bit for bit, which makes the metrics path checkable exactly.
+  // The golden is `baseline` with every stage fp64 (docs/CONTRIBUTING.md #2): the same code on the
+  // same inputs must agree bit for bit, which makes the metrics path checkable exactly.
   const json j =
       parse_json(run_attndev("point --algo baseline --policy fp64 --n 19 --d 8 --seed 5 --json"));
   CHECK(j["variant"]["max_abs"] == 0.0);

@@ -3,7 +3,7 @@
 // scripts/gpu-check.sh (through attndev_cuda_check):
 //   * faithful flash1/flash2 == attention::run on the CPU, bit for bit, on random points;
 //   * flash2-tc: max|tc - golden| <= 2 * max|baseline(same format) - golden| + floor, with the
-//     floor derived from the output format (flash-attention's rule, STYLE.md #8).
+//     floor derived from the output format (flash-attention's rule, docs/CONTRIBUTING.md #8).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // The arithmetic a row function computes in: every operation names the policy stage whose formats
 // it computes in and is stored in, so reading a row function shows where precision is lost
-// (STYLE.md #3).
+// (docs/CONTRIBUTING.md #3).
 //
 // Row functions are templates over the arithmetic model A. Two models exist:
 //   PolicyArith (here)          double values; each operation is numerics' exact-then-rounded

@@ -1,8 +1,8 @@
 // baseline: attention with S and P materialized, as a framework computes it (and, under the fp64
-// policy, the golden: STYLE.md #2, the golden is this code at another precision), for a block of
-// query rows of one (batch, head). The one definition of the CPU generic path, the SIMD fast
-// path and baseline-fp8 (through the Dequant hook). The cuBLAS baseline on the GPU runs the same
-// RowSoftmax steps between its two GEMMs (lib/cuda/baseline_softmax.cuh).
+// policy, the golden: docs/CONTRIBUTING.md #2, the golden is this code at another precision), for a
+// block of query rows of one (batch, head). The one definition of the CPU generic path, the SIMD
+// fast path and baseline-fp8 (through the Dequant hook). The cuBLAS baseline on the GPU runs the
+// same RowSoftmax steps between its two GEMMs (lib/cuda/baseline_softmax.cuh).
 //
 // Per query row i, over its visible keys j (masked keys are not visited):
 //   S_ij = R_score(mul_in(score_accum, dequant(dot(q_i, k_j)), scale_c))   (no multiply when
