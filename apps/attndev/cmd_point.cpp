@@ -22,11 +22,11 @@
 #include "config/policy_json.hpp"
 #include "experiment/config.hpp"
 #include "experiment/dump.hpp"
-#include "experiment/inputs.hpp"
 #include "experiment/inputs_file.hpp"
 #include "experiment/memory.hpp"
 #include "io/memory.hpp"
 #include "experiment/variant_runner.hpp"
+#include "measure/measure.hpp"
 #include "metrics/deviation.hpp"
 
 namespace attndev::app {
@@ -55,25 +55,6 @@ struct PointArgs {
   std::string dump;             // write inputs, golden and outputs (safetensors) here
   bool shape_flags_given = false;  // --n, --n-kv, --d, --batch, --heads, --dist or --seed
 };
-
-struct Timed {
-  attention::Output out;
-  double seconds = 0;
-};
-
-template <class F>
-Timed timed(F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  Timed t;
-  try {
-    t.out = f();
-  } catch (const std::invalid_argument& e) {
-    // The emulator names the impossible field; it came from a flag, so it is a usage error.
-    throw UsageError(std::string("point: ") + e.what());
-  }
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return t;
-}
 
 // 0/0 is "equally exact" (both matched the golden bit for bit), not an undefined ratio.
 double ratio(double variant, double baseline) {
@@ -120,15 +101,31 @@ experiment::Variant variant_from_flags(const std::string& algo,
   }
 }
 
-void run_point(const PointArgs& a) {
-  // Validate everything before computing anything: a bad flag costs nothing.
-  const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
-  const experiment::Variant variant = variant_from_flags(a.algo, policy, a.backend);
-  const numerics::PrecisionPolicy baseline_policy =
-      a.baseline_policy.empty() ? policy : parse_policy_arg(a.baseline_policy, "--baseline-policy");
-  experiment::Variant baseline = variant_from_flags("baseline", baseline_policy, "cpu");
-  baseline.name = "baseline";
-  const experiment::Distribution dist = parse_distribution_arg(a.dist, "--dist");
+// Everything the flags say, validated before anything is computed: a bad flag costs nothing.
+struct PointSetup {
+  numerics::PrecisionPolicy policy, baseline_policy;
+  experiment::Variant variant, baseline;
+  experiment::Distribution dist;
+  attention::Options options;
+};
+
+attention::ScalePlacement parse_scale_placement(const std::string& text) {
+  if (text == "scores") return attention::ScalePlacement::scores;
+  if (text == "query") return attention::ScalePlacement::query;
+  constexpr std::string_view kPlacements[] = {"scores", "query"};
+  throw UsageError("--scale-on: unknown placement \"" + text + "\"" +
+                   config::did_you_mean(text, kPlacements) + "; valid: scores, query");
+}
+
+PointSetup validate(const PointArgs& a) {
+  PointSetup s;
+  s.policy = parse_policy_arg(a.policy, "--policy");
+  s.variant = variant_from_flags(a.algo, s.policy, a.backend);
+  s.baseline_policy =
+      a.baseline_policy.empty() ? s.policy : parse_policy_arg(a.baseline_policy, "--baseline-policy");
+  s.baseline = variant_from_flags("baseline", s.baseline_policy, "cpu");
+  s.baseline.name = "baseline";
+  s.dist = parse_distribution_arg(a.dist, "--dist");
   require_at_least(a.n, 1, "--n");
   require_at_least(a.n_kv, 0, "--n-kv");
   require_at_least(a.d, 1, "--d");
@@ -141,176 +138,195 @@ void run_point(const PointArgs& a) {
     throw UsageError(
         "--inputs: the shapes and values come from the file; drop --n, --n-kv, --d, --batch, "
         "--heads, --dist and --seed");
-  attention::Options options;
-  if (a.scale_on == "scores") {
-    options.scale_placement = attention::ScalePlacement::scores;
-  } else if (a.scale_on == "query") {
-    options.scale_placement = attention::ScalePlacement::query;
-  } else {
-    constexpr std::string_view kPlacements[] = {"scores", "query"};
-    throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"" +
-                     config::did_you_mean(a.scale_on, kPlacements) + "; valid: scores, query");
-  }
-  options.causal = a.causal;
-  options.block_r = a.br;
-  options.block_c = a.bc;
-  options.threads = a.threads;
-  // Held at once: the inputs, three outputs (golden, variant, baseline) and one run's working set.
-  const auto require_memory = [&](const attention::Shape& shape, bool inputs_held) {
-    std::uint64_t bytes = io::sat_add(io::sat_mul(3, experiment::output_bytes(shape)),
-                                      experiment::attention_run_bytes(shape, options, a.threads));
-    if (!inputs_held) bytes = io::sat_add(bytes, experiment::inputs_bytes(shape));
-    io::require_memory(
-        bytes, "point (B=" + std::to_string(shape.batch) + " H=" + std::to_string(shape.heads) +
-                   " N=" + std::to_string(shape.seq_q) + " N_kv=" + std::to_string(shape.seq_kv) +
-                   " d=" + std::to_string(shape.head_dim) + ")");
-  };
+  s.options.scale_placement = parse_scale_placement(a.scale_on);
+  s.options.causal = a.causal;
+  s.options.block_r = a.br;
+  s.options.block_c = a.bc;
+  s.options.threads = a.threads;
+  return s;
+}
 
-  // One set of inputs, rounded once to the variant's input format: the golden and the variant see
-  // the same values. A baseline policy with a narrower input format rounds them again in its own
-  // input stage (that rounding is part of what it measures).
-  const auto t0 = std::chrono::steady_clock::now();
-  attention::Inputs inputs;
-  if (!a.inputs.empty()) {
-    try {
-      inputs = experiment::round_inputs(experiment::read_inputs_file(a.inputs), policy.input);
-    } catch (const io::MemoryError&) {
-      throw;
-    } catch (const std::runtime_error& e) {
-      throw UsageError(std::string("--inputs: ") + e.what());
-    }
-    require_memory(inputs.shape(), /*inputs_held=*/true);
-  } else {
+// Held at once: the inputs, three outputs (golden, variant, baseline) and one run's working set.
+void require_memory(const attention::Shape& shape, const attention::Options& options,
+                    bool inputs_held) {
+  std::uint64_t bytes = io::sat_add(io::sat_mul(3, experiment::output_bytes(shape)),
+                                    experiment::attention_run_bytes(shape, options, options.threads));
+  if (!inputs_held) bytes = io::sat_add(bytes, experiment::inputs_bytes(shape));
+  io::require_memory(bytes, "point (B=" + std::to_string(shape.batch) +
+                                " H=" + std::to_string(shape.heads) +
+                                " N=" + std::to_string(shape.seq_q) +
+                                " N_kv=" + std::to_string(shape.seq_kv) +
+                                " d=" + std::to_string(shape.head_dim) + ")");
+}
+
+// One set of inputs, rounded once to the variant's input format: the golden and the variant see
+// the same values. A baseline policy with a narrower input format rounds them again in its own
+// input stage (that rounding is part of what it measures).
+attention::Inputs point_inputs(const PointArgs& a, const PointSetup& s) {
+  if (a.inputs.empty()) {
     const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
-    require_memory(shape, /*inputs_held=*/false);
-    inputs = experiment::make_inputs(shape, dist, a.seed, policy.input);
+    require_memory(shape, s.options, /*inputs_held=*/false);
+    return measure::drawn(shape, s.dist, a.seed)(s.policy.input);
   }
-  const attention::Shape shape = inputs.shape();
-  const double input_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  attention::Inputs raw;
+  try {
+    raw = experiment::read_inputs_file(a.inputs);
+  } catch (const io::MemoryError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--inputs: ") + e.what());
+  }
+  require_memory(raw.shape(), s.options, /*inputs_held=*/true);
+  return measure::round_inputs(raw, s.policy.input);
+}
 
-  const Timed golden = timed([&] { return attention::golden(inputs, options); });
-  const auto run = [&](const experiment::Variant& v, double& seconds) {
-    experiment::VariantOutcome r = experiment::run_variant(v, inputs, options);
-    seconds = r.runtime_ms / 1e3;
-    return r;
-  };
-  Timed variant_out, baseline_out;
-  experiment::VariantOutcome vr = run(variant, variant_out.seconds);
-  if (vr.status.kind == experiment::StatusKind::skipped) {
-    std::fprintf(stderr, "attndev point: %s: nothing compared\n", vr.status.text().c_str());
+// The golden and both variants on the same inputs, each variant measured against the golden with
+// the variant's output format setting the max_rel floor (the baseline is put beside the variant,
+// so it is measured on the variant's scale).
+struct PointResult {
+  attention::Inputs inputs;
+  measure::Golden golden;
+  attention::Output variant_out, baseline_out;
+  metrics::Deviation variant_dev, baseline_dev;
+  double max_rel_floor = 0;
+  double inputs_s = 0, golden_s = 0, variant_s = 0, baseline_s = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The variant's output; a skipped variant compared nothing (exit 3), a failed one is an error.
+attention::Output run_or_exit(const experiment::Variant& v, const attention::Inputs& inputs,
+                              const attention::Options& options, double& seconds) {
+  experiment::VariantOutcome r = experiment::run_variant(v, inputs, options);
+  seconds = r.runtime_ms / 1e3;
+  if (r.status.kind == experiment::StatusKind::skipped) {
+    std::fprintf(stderr, "attndev point: %s: nothing compared\n", r.status.text().c_str());
     throw CommandExit{kExitNothingCompared};
   }
-  if (!vr.status.is_ok())
-    throw std::runtime_error("point: " + variant.name + ": " + vr.status.text());
-  variant_out.out = std::move(vr.output);
-  experiment::VariantOutcome br = run(baseline, baseline_out.seconds);
-  if (!br.status.is_ok()) throw std::runtime_error("point: baseline: " + br.status.text());
-  baseline_out.out = std::move(br.output);
-  const Timed& variant_result = variant_out;
-  const Timed& baseline_result = baseline_out;
+  if (!r.status.is_ok()) throw std::runtime_error("point: " + v.name + ": " + r.status.text());
+  return std::move(r.output);
+}
 
-  // Relative error is measured against max(|ref|, floor), the floor one unit roundoff of the
-  // variant's output format at the output's scale: below it the output format cannot resolve the
-  // reference, and a relative error there measures the format, not the kernel.
-  double max_ref = 0;
-  for (double x : golden.out.o.data) max_ref = std::max(max_ref, std::fabs(x));
-  const double floor = numerics::traits(policy.output).unit_roundoff() * max_ref;
-  const metrics::Deviation dv =
-      metrics::compare(variant_result.out.o.data, golden.out.o.data, floor);
-  const metrics::Deviation db =
-      metrics::compare(baseline_result.out.o.data, golden.out.o.data, floor);
-
-  if (!a.dump.empty()) {
-    // The same files `attndev run` writes with "dump": true, read back by --inputs and match.
-    experiment::DumpWriter dump;
-    dump.dir = a.dump;
-    experiment::PointAxes axes;
-    axes.inputs.path = a.inputs;
-    axes.batch = shape.batch;
-    axes.heads = shape.heads;
-    axes.seq_len = shape.seq_q;
-    axes.seq_len_kv = shape.seq_kv;
-    axes.head_dim = shape.head_dim;
-    axes.distribution = dist;
-    axes.causal = a.causal;
-    axes.scale_placement = options.scale_placement;
-    axes.block_r = a.br;
-    axes.block_c = a.bc;
-    dump.base = {{"axes", axes.to_json().dump()},
-                 {"seed", std::to_string(a.seed)},
-                 {"provenance", provenance_json().dump()}};
-    try {
-      dump.inputs(inputs, policy.input);
-      dump.golden(golden.out.o, policy.input);
-      dump.variant(variant, experiment::Status::ok(), variant_result.out.o);
-      dump.variant(baseline, experiment::Status::ok(), baseline_result.out.o);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("--dump: ") + e.what());
-    }
+PointResult measure_point(const PointArgs& a, const PointSetup& s) {
+  PointResult r;
+  auto start = std::chrono::steady_clock::now();
+  r.inputs = point_inputs(a, s);
+  r.inputs_s = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  try {
+    r.golden = measure::golden_of(r.inputs, s.options);
+  } catch (const std::invalid_argument& e) {
+    // The emulator names the impossible field; it came from a flag, so it is a usage error.
+    throw UsageError(std::string("point: ") + e.what());
   }
+  r.golden_s = seconds_since(start);
+  r.variant_out = run_or_exit(s.variant, r.inputs, s.options, r.variant_s);
+  r.baseline_out = run_or_exit(s.baseline, r.inputs, s.options, r.baseline_s);
+  r.variant_dev = measure::deviation(r.variant_out.o.data, r.golden, s.policy.output);
+  r.baseline_dev = measure::deviation(r.baseline_out.o.data, r.golden, s.policy.output);
+  r.max_rel_floor = measure::max_rel_floor(s.policy.output, r.golden.max_abs);
+  return r;
+}
 
-  const std::string algo_name = experiment::variant_algorithm_name(variant) +
-                                (variant.backend == experiment::Backend::cuda ? " (cuda)" : "");
-  if (a.json) {
-    nlohmann::json ratios = nlohmann::json::object();
-    for (const auto& [name, v, b] :
-         {std::tuple{"max_abs", dv.max_abs, db.max_abs},
-          std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
-          std::tuple{"std_abs", dv.std_abs, db.std_abs}, std::tuple{"rmse", dv.rmse, db.rmse},
-          std::tuple{"rel_l2", dv.rel_l2, db.rel_l2},
-          std::tuple{"max_rel", dv.max_rel, db.max_rel}})
-      ratios[name] = json_number(ratio(v, b));
-    const nlohmann::json out = {
-        {"point",
-         {{"algorithm", algo_name},
-          {"policy", config::policy_to_json(policy)},
-          {"policy_label", config::policy_label(policy)},
-          {"policy_stages", config::policy_stages_json(policy)},
-          {"baseline_policy", config::policy_to_json(baseline_policy)},
-          {"baseline_policy_stages", config::policy_stages_json(baseline_policy)},
-          {"batch", shape.batch},
-          {"heads", shape.heads},
-          {"seq_q", shape.seq_q},
-          {"seq_kv", shape.seq_kv},
-          {"head_dim", shape.head_dim},
-          {"block_r", a.br},
-          {"block_c", a.bc},
-          {"causal", a.causal},
-          {"scale_placement", a.scale_on},
-          {"distribution", a.inputs.empty() ? dist.describe() : "file"},
-          {"inputs", a.inputs},
-          {"seed", a.inputs.empty() ? nlohmann::json(a.seed) : nlohmann::json(nullptr)},
-          {"threads", a.threads},
-          {"backend", a.backend}}},
-        {"max_rel_floor", json_number(floor)},
-        {"inputs", {{"time_s", input_seconds}}},
-        {"golden", {{"time_s", golden.seconds}}},
-        {"variant", deviation_json(dv, variant_result.seconds)},
-        {"baseline", deviation_json(db, baseline_result.seconds)},
-        {"ratio_to_baseline", ratios},
-        {"provenance", provenance_json()}};
-    std::printf("%s\n", out.dump(2).c_str());
-    return;
+// The same files `attndev run` writes with "dump": true, read back by --inputs and match.
+void dump_point(const PointArgs& a, const PointSetup& s, const PointResult& r) {
+  const attention::Shape shape = r.inputs.shape();
+  experiment::DumpWriter dump;
+  dump.dir = a.dump;
+  experiment::PointAxes axes;
+  axes.inputs.path = a.inputs;
+  axes.batch = shape.batch;
+  axes.heads = shape.heads;
+  axes.seq_len = shape.seq_q;
+  axes.seq_len_kv = shape.seq_kv;
+  axes.head_dim = shape.head_dim;
+  axes.distribution = s.dist;
+  axes.causal = a.causal;
+  axes.scale_placement = s.options.scale_placement;
+  axes.block_r = a.br;
+  axes.block_c = a.bc;
+  dump.base = {{"axes", axes.to_json().dump()},
+               {"seed", std::to_string(a.seed)},
+               {"provenance", provenance_json().dump()}};
+  try {
+    dump.inputs(r.inputs, s.policy.input);
+    dump.golden(r.golden.output.o, s.policy.input);
+    dump.variant(s.variant, experiment::Status::ok(), r.variant_out.o);
+    dump.variant(s.baseline, experiment::Status::ok(), r.baseline_out.o);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--dump: ") + e.what());
   }
+}
 
+std::string algorithm_label(const experiment::Variant& v) {
+  return experiment::variant_algorithm_name(v) +
+         (v.backend == experiment::Backend::cuda ? " (cuda)" : "");
+}
+
+void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
+  const metrics::Deviation &dv = r.variant_dev, &db = r.baseline_dev;
+  const attention::Shape shape = r.inputs.shape();
+  nlohmann::json ratios = nlohmann::json::object();
+  for (const auto& [name, v, b] :
+       {std::tuple{"max_abs", dv.max_abs, db.max_abs},
+        std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
+        std::tuple{"std_abs", dv.std_abs, db.std_abs}, std::tuple{"rmse", dv.rmse, db.rmse},
+        std::tuple{"rel_l2", dv.rel_l2, db.rel_l2}, std::tuple{"max_rel", dv.max_rel, db.max_rel}})
+    ratios[name] = json_number(ratio(v, b));
+  const nlohmann::json out = {
+      {"point",
+       {{"algorithm", algorithm_label(s.variant)},
+        {"policy", config::policy_to_json(s.policy)},
+        {"policy_label", config::policy_label(s.policy)},
+        {"policy_stages", config::policy_stages_json(s.policy)},
+        {"baseline_policy", config::policy_to_json(s.baseline_policy)},
+        {"baseline_policy_stages", config::policy_stages_json(s.baseline_policy)},
+        {"batch", shape.batch},
+        {"heads", shape.heads},
+        {"seq_q", shape.seq_q},
+        {"seq_kv", shape.seq_kv},
+        {"head_dim", shape.head_dim},
+        {"block_r", a.br},
+        {"block_c", a.bc},
+        {"causal", a.causal},
+        {"scale_placement", a.scale_on},
+        {"distribution", a.inputs.empty() ? s.dist.describe() : "file"},
+        {"inputs", a.inputs},
+        {"seed", a.inputs.empty() ? nlohmann::json(a.seed) : nlohmann::json(nullptr)},
+        {"threads", a.threads},
+        {"backend", a.backend}}},
+      {"max_rel_floor", json_number(r.max_rel_floor)},
+      {"inputs", {{"time_s", r.inputs_s}}},
+      {"golden", {{"time_s", r.golden_s}}},
+      {"variant", deviation_json(dv, r.variant_s)},
+      {"baseline", deviation_json(db, r.baseline_s)},
+      {"ratio_to_baseline", ratios},
+      {"provenance", provenance_json()}};
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) {
+  const metrics::Deviation &dv = r.variant_dev, &db = r.baseline_dev;
+  const attention::Shape shape = r.inputs.shape();
+  const std::string algo_name = algorithm_label(s.variant);
   // Inputs read from a file have no distribution or seed: name the file instead (--dist and
   // --seed are refused with --inputs, so their defaults would describe inputs never drawn).
   const std::string source = a.inputs.empty()
-                                 ? "dist=" + dist.describe() + " seed=" + std::to_string(a.seed)
+                                 ? "dist=" + s.dist.describe() + " seed=" + std::to_string(a.seed)
                                  : "inputs=" + a.inputs;
   std::printf(
       "point: %s under %s vs baseline under %s | B=%d H=%d N=%d N_kv=%d d=%d Br=%d Bc=%d "
       "causal=%s scale-on=%s %s\n",
-      algo_name.c_str(), config::policy_label(policy).c_str(),
-      config::policy_label(baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
+      algo_name.c_str(), config::policy_label(s.policy).c_str(),
+      config::policy_label(s.baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
       shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no", a.scale_on.c_str(),
       source.c_str());
   std::printf(
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
       "max_rel floor %s\n\n",
-      input_seconds, golden.seconds, variant_result.seconds, baseline_result.seconds,
-      format_number(floor).c_str());
+      r.inputs_s, r.golden_s, r.variant_s, r.baseline_s, format_number(r.max_rel_floor).c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
     t.add_row({name, format_number(v), format_number(b), format_number(ratio(v, b), 2)});
@@ -324,9 +340,20 @@ void run_point(const PointArgs& a) {
   t.add_row({"cos_sim", format_number(dv.cos_sim, 9), format_number(db.cos_sim, 9), "-"});
   t.add_row({"nan/inf", std::to_string(dv.nan_count) + "/" + std::to_string(dv.inf_count),
              std::to_string(db.nan_count) + "/" + std::to_string(db.inf_count), "-"});
-  t.add_row({"worst index", where(variant_result.out.o, dv.worst_index),
-             where(baseline_result.out.o, db.worst_index), "-"});
+  t.add_row({"worst index", where(r.variant_out.o, dv.worst_index),
+             where(r.baseline_out.o, db.worst_index), "-"});
   t.print(stdout);
+}
+
+void run_point(const PointArgs& a) {
+  const PointSetup setup = validate(a);
+  const PointResult result = measure_point(a, setup);
+  if (!a.dump.empty()) dump_point(a, setup, result);
+  if (a.json) {
+    print_json(a, setup, result);
+  } else {
+    print_table(a, setup, result);
+  }
 }
 
 }  // namespace

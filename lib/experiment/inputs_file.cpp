@@ -114,14 +114,4 @@ attention::Shape inputs_file_shape(const std::filesystem::path& path) {
   return read_inputs_file(path).shape();
 }
 
-attention::Inputs round_inputs(const attention::Inputs& raw, numerics::Format format) {
-  const bool is_fp8 = format == numerics::Format::fp8_e4m3 || format == numerics::Format::fp8_e5m2;
-  const numerics::Overflow overflow =
-      is_fp8 ? numerics::Overflow::saturate : numerics::default_overflow(format);
-  attention::Inputs out = raw;
-  for (attention::Tensor* t : {&out.q, &out.k, &out.v})
-    for (double& x : t->data) x = numerics::round_to(format, x, overflow);
-  return out;
-}
-
 }  // namespace attndev::experiment

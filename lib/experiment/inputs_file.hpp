@@ -22,7 +22,4 @@ attention::Inputs read_inputs_file(const std::filesystem::path& path);
 // read_inputs_file(path).shape(), with the same checks.
 attention::Shape inputs_file_shape(const std::filesystem::path& path);
 
-// Each value rounded once to `format` (fp8 saturating, as generated inputs are), shapes kept.
-attention::Inputs round_inputs(const attention::Inputs& raw, numerics::Format format);
-
 }  // namespace attndev::experiment

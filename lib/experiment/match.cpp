@@ -7,9 +7,9 @@
 #include <stdexcept>
 
 #include "config/policy_json.hpp"
-#include "experiment/inputs_file.hpp"
 #include "experiment/result_row.hpp"
 #include "experiment/variant_runner.hpp"
+#include "measure/measure.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::experiment {
@@ -110,28 +110,15 @@ std::vector<MatchResult> match_output(const attention::Tensor& output,
   if (output.batch != inputs.q.batch || output.heads != inputs.q.heads ||
       output.rows != inputs.q.rows || output.cols != inputs.q.cols)
     throw std::invalid_argument("the output's shape does not match Q's (B, H, N_q, d)");
-  struct Reference {
-    attention::Inputs inputs;
-    attention::Output golden;
-    double max_abs = 0;
-  };
-  std::map<numerics::Format, Reference> by_format;  // inputs and golden per input format
-  double output_max_abs = 0;
-  for (double x : output.data)
-    if (std::isfinite(x)) output_max_abs = std::max(output_max_abs, std::fabs(x));
+  // Inputs rounded and a golden computed once per input format the candidates read, as a sweep
+  // does.
+  measure::References references(measure::rounded_from([&inputs] { return inputs; }),
+                                 options.options);
+  const double output_max_abs = measure::max_abs_finite(output.data);
   std::vector<MatchResult> results;
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     const Variant& v = candidates[c].variant;
-    auto it = by_format.find(v.policy.input);
-    if (it == by_format.end()) {
-      Reference r;
-      r.inputs = round_inputs(inputs, v.policy.input);
-      attention::Options o = options.options;
-      r.golden = attention::golden(r.inputs, o);
-      for (double x : r.golden.o.data) r.max_abs = std::max(r.max_abs, std::fabs(x));
-      it = by_format.emplace(v.policy.input, std::move(r)).first;
-    }
-    const Reference& ref = it->second;
+    const measure::References::Reference& ref = references.for_format(v.policy.input);
     attention::Options o = options.options;
     o.block_r = v.block_r.value_or(o.block_r);
     o.block_c = v.block_c.value_or(o.block_c);
@@ -139,16 +126,17 @@ std::vector<MatchResult> match_output(const attention::Tensor& output,
     MatchResult m;
     m.candidate = candidates[c];
     m.status = out.status;
-    const double floor = max_rel_floor(v.policy.output, ref.max_abs);
-    m.output_dev = metrics::compare(output.data, ref.golden.o.data, floor);
+    m.output_dev = measure::deviation(output.data, ref.golden, v.policy.output);
     if (out.status.is_ok()) {
-      m.ulps = metrics::compare_ulps(output.data, out.output.o.data, v.policy.output);
-      m.difference = metrics::compare(output.data, out.output.o.data, 0.0);
+      const measure::OutputComparison agreement =
+          measure::compare_outputs(output.data, out.output.o.data, v.policy.output);
+      m.ulps = agreement.ulps;
+      m.difference = agreement.difference;
       const double unit = ulp_of(output_max_abs, v.policy.output);
       m.max_diff_ulps_at_max = unit > 0                    ? m.difference.max_abs / unit
                                : m.difference.max_abs == 0 ? 0.0
                                                            : INFINITY;
-      m.candidate_dev = metrics::compare(out.output.o.data, ref.golden.o.data, floor);
+      m.candidate_dev = measure::deviation(out.output.o.data, ref.golden, v.policy.output);
     }
     results.push_back(std::move(m));
     if (options.on_progress) options.on_progress(c + 1, candidates.size());

@@ -29,11 +29,6 @@ const std::vector<std::string>& result_columns() {
   return kColumns;
 }
 
-double max_rel_floor(numerics::Format output_format, double max_abs_reference) {
-  const double floor = numerics::traits(output_format).unit_roundoff() * max_abs_reference;
-  return std::isfinite(floor) ? floor : 0.0;
-}
-
 Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
               const metrics::Deviation* d, const ReferenceComparison* reference) {
   Json row;
@@ -73,12 +68,12 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
   }
   if (reference) {
     row["reference"] = reference->reference;
-    row["ref_max_abs"] = io::number_json(reference->difference.max_abs);
-    row["ref_mean_abs"] = io::number_json(reference->difference.mean_abs);
-    row["identical_fraction"] = io::number_json(reference->ulps.identical_fraction);
-    row["max_ulp"] = reference->ulps.max_ulp;
-    row["mean_ulp"] = io::number_json(reference->ulps.mean_ulp);
-    row["ulp_histogram"] = reference->ulps.histogram_text();
+    row["ref_max_abs"] = io::number_json(reference->measured.difference.max_abs);
+    row["ref_mean_abs"] = io::number_json(reference->measured.difference.mean_abs);
+    row["identical_fraction"] = io::number_json(reference->measured.ulps.identical_fraction);
+    row["max_ulp"] = reference->measured.ulps.max_ulp;
+    row["mean_ulp"] = io::number_json(reference->measured.ulps.mean_ulp);
+    row["ulp_histogram"] = reference->measured.ulps.histogram_text();
   }
   const double flops = point_flops(point);
   if (outcome.status.is_ok()) {

@@ -12,8 +12,8 @@
 #include "experiment/plan.hpp"
 #include "experiment/variant_runner.hpp"
 #include "io/json_values.hpp"
+#include "measure/measure.hpp"
 #include "metrics/deviation.hpp"
-#include "metrics/ulp.hpp"
 
 namespace attndev::experiment {
 
@@ -22,9 +22,8 @@ const std::vector<std::string>& result_columns();
 
 // A variant's output against its reference variant's output (Config::output_reference).
 struct ReferenceComparison {
-  std::string reference;          // the reference variant's name
-  metrics::Deviation difference;  // |O - O_ref| (max_abs, mean_abs, ...)
-  metrics::UlpComparison ulps;    // in the variant's output format
+  std::string reference;               // the reference variant's name
+  measure::OutputComparison measured;  // |O - O_ref| and ulps in the variant's output format
 };
 
 // `deviation` (vs the golden) is null when the variant produced no output; `reference` is null
@@ -36,11 +35,6 @@ io::Json make_row(const Point& point, const Variant& variant, const VariantOutco
 // Fills ratio_to and ratio_<metric> of each row of one point from its reference variant's row
 // (Config::ratio_reference). rows[v] belongs to config.variants[v].
 void fill_ratios(std::vector<io::Json>& rows, const Config& config);
-
-// The max_rel floor for an output format (docs/CONTRIBUTING.md #8): relative error is only
-// meaningful for elements the output format resolves, so |ref| is floored at the format's unit
-// roundoff times the largest |ref| of the tensor.
-double max_rel_floor(numerics::Format output_format, double max_abs_reference);
 
 // The row's status, parsed back once into the type the runner wrote. A status this version did
 // not write (a hand-edited or foreign row) reads as failed, naming what it found.

@@ -107,10 +107,7 @@ attention::Tensor make_tensor(int batch, int heads, int rows, int cols, const Di
         "make_tensor: every dimension must be >= 1 (batch=" + std::to_string(batch) +
         ", heads=" + std::to_string(heads) + ", rows=" + std::to_string(rows) +
         ", cols=" + std::to_string(cols) + ")");
-  // fp8 inputs saturate (as FA-3's casts do): an outlier beyond 448 must not become NaN/inf.
-  const bool is_fp8 = format == numerics::Format::fp8_e4m3 || format == numerics::Format::fp8_e5m2;
-  const numerics::Overflow overflow =
-      is_fp8 ? numerics::Overflow::saturate : numerics::default_overflow(format);
+  const numerics::Overflow overflow = input_overflow(format);
   attention::Tensor t(batch, heads, rows, cols);  // (B, H, N, d)
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)

@@ -37,8 +37,16 @@ enum class TensorId : std::uint32_t { q = 0, k = 1, v = 2 };
 double sample(const Distribution& dist, std::uint64_t seed, TensorId tensor, int b, int h, int row,
               int col);
 
+// How inputs overflow when rounded to `format`: fp8 formats saturate, as FA-3's input casts do (an
+// outlier beyond 448 must not become NaN or inf); the others follow the format's default (inf).
+// Every rounding of inputs uses this rule: drawn here, read from files (lib/measure).
+inline numerics::Overflow input_overflow(numerics::Format format) {
+  const bool is_fp8 = format == numerics::Format::fp8_e4m3 || format == numerics::Format::fp8_e5m2;
+  return is_fp8 ? numerics::Overflow::saturate : numerics::default_overflow(format);
+}
+
 // One (batch, heads, rows, cols) tensor of the stream `tensor`, each element sampled then rounded
-// once to `format` (fp8 formats saturate, as FA-3's casts do). Throws std::invalid_argument for a
+// once to `format` with input_overflow(format). Throws std::invalid_argument for a
 // dimension < 1.
 attention::Tensor make_tensor(int batch, int heads, int rows, int cols, const Distribution& dist,
                               std::uint64_t seed, TensorId tensor, numerics::Format format);

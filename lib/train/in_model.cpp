@@ -12,6 +12,7 @@
 #include "io/csv.hpp"
 #include "io/json_values.hpp"
 #include "io/safetensors.hpp"
+#include "measure/measure.hpp"
 
 namespace attndev::train {
 
@@ -27,13 +28,11 @@ std::vector<double> head_values(const attention::Tensor& t, int h) {
   return r;
 }
 
-// As `attndev point`: relative errors are taken against max(|ref|, floor), the floor one unit
-// roundoff of the variant's output format at the reference's scale.
+// Relative errors are floored as everywhere else (measure::deviation): one unit roundoff of the
+// variant's output format at the reference's scale.
 metrics::Deviation deviation(std::span<const double> x, std::span<const double> ref,
                              numerics::Format output) {
-  double max_ref = 0;
-  for (double v : ref) max_ref = std::max(max_ref, std::fabs(v));
-  return metrics::compare(x, ref, numerics::traits(output).unit_roundoff() * max_ref);
+  return measure::deviation(x, ref, measure::max_abs_finite(ref), output);
 }
 
 // Rows of one variant: "all" first, then each head.
@@ -68,13 +67,13 @@ attention::Inputs rounded_inputs(const attention::Inputs& raw,
 
 std::vector<InModelRow> in_model_rows(int step, const AttentionCall& call, const TrainConfig& cfg) {
   // One golden per distinct input rounding (usually one: every variant reads bf16, say).
-  std::map<std::pair<numerics::Format, numerics::Overflow>, attention::Output> goldens;
+  std::map<std::pair<numerics::Format, numerics::Overflow>, measure::Golden> goldens;
   auto golden_for = [&](const numerics::PrecisionPolicy& p,
                         const attention::Inputs& in) -> const attention::Tensor& {
     const auto key = std::pair{p.input, p.fp8_overflow};
     auto it = goldens.find(key);
-    if (it == goldens.end()) it = goldens.emplace(key, attention::golden(in, call.options)).first;
-    return it->second.o;
+    if (it == goldens.end()) it = goldens.emplace(key, measure::golden_of(in, call.options)).first;
+    return it->second.output.o;
   };
 
   std::vector<InModelRow> rows;

@@ -49,7 +49,10 @@ struct InModelRow {
 };
 
 // Q, K, V rounded to the policy's input format, as the kernel would read them (the layer's own
-// input stage; attention::run's input stage is then a no-op).
+// input stage; attention::run's input stage is then a no-op). Unlike a sweep's inputs
+// (measure::round_inputs, where fp8 always saturates), fp8 here overflows as the policy says:
+// the training layer rounds its activations with the policy, and a shadow must read what the
+// driver read.
 attention::Inputs rounded_inputs(const attention::Inputs& raw,
                                  const numerics::PrecisionPolicy& policy);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiment/inputs_file.hpp"
+#include "measure/measure.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
 
@@ -84,7 +85,7 @@ TEST_CASE("inputs files: safetensors q/k/v in rank 2, 3 or 4, and a folder of .n
   CHECK(s3.seq_kv == 9);
 
   // Rounding to a variant's input format happens once, value by value.
-  const attention::Inputs r = experiment::round_inputs(a, numerics::Format::fp8_e4m3);
+  const attention::Inputs r = measure::round_inputs(a, numerics::Format::fp8_e4m3);
   CHECK(r.q.at(0, 0, 0, 1) == 0.25);
   CHECK(a.v.data.back() == 43.75);
   CHECK(r.v.data.back() == 44.0);  // 1.0101111b x 2^5 to 3 fraction bits: 1.011b x 2^5
