@@ -14,6 +14,7 @@ run_packages=(cmake ninja-build g++ git
 test_packages=(catch2 pkg-config                                # the test framework
                python3 python3-numpy python3-scipy python3-matplotlib  # test oracles, plots
                clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
+               clang-19                                     # the second compiler (clang-check.sh)
                slurmctld slurmd slurm-client munge          # the real one-node SLURM test
                fortunes-min                                 # default text corpus of `attndev train`
                fortunes)                                    # full corpus of the paper weight study

@@ -12,6 +12,10 @@ ctest --test-dir build/release --output-on-failure --timeout 300 -j "${ATTNDEV_J
 # separate build folder, sm_90 only, what scripts/gpu-check.sh builds.
 if [ $# -eq 0 ]; then
   scripts/ci-bundle-build.sh
+  # The second compiler: every target with clang-19 (the C++20 rules of the GPU nodes' g++ 13),
+  # warnings as errors, the numeric core's unit tests, and the quickstart's numbers identical to
+  # the GCC build's (scripts/clang-check.sh says why).
+  scripts/clang-check.sh
   # The unit tests under ASan + UBSan (a second, separate build; its cost on CI's 2 cores is in
   # README.md, "Tests"). ATTNDEV_SANITIZE_TESTS=0 leaves it out (a quick local run).
   if [ "${ATTNDEV_SANITIZE_TESTS:-1}" != 0 ]; then
@@ -30,5 +34,5 @@ if [ $# -eq 0 ]; then
   fi
 else
   echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build)," \
-       "scripts/sanitize.sh and scripts/fuzz.sh left out" >&2
+       "scripts/clang-check.sh, scripts/sanitize.sh and scripts/fuzz.sh left out" >&2
 fi

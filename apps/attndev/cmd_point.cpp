@@ -121,8 +121,9 @@ PointSetup validate(const PointArgs& a) {
   PointSetup s;
   s.policy = parse_policy_arg(a.policy, "--policy");
   s.variant = variant_from_flags(a.algo, s.policy, a.backend);
-  s.baseline_policy =
-      a.baseline_policy.empty() ? s.policy : parse_policy_arg(a.baseline_policy, "--baseline-policy");
+  s.baseline_policy = a.baseline_policy.empty()
+                          ? s.policy
+                          : parse_policy_arg(a.baseline_policy, "--baseline-policy");
   s.baseline = variant_from_flags("baseline", s.baseline_policy, "cpu");
   s.baseline.name = "baseline";
   s.dist = parse_distribution_arg(a.dist, "--dist");
@@ -149,14 +150,14 @@ PointSetup validate(const PointArgs& a) {
 // Held at once: the inputs, three outputs (golden, variant, baseline) and one run's working set.
 void require_memory(const attention::Shape& shape, const attention::Options& options,
                     bool inputs_held) {
-  std::uint64_t bytes = io::sat_add(io::sat_mul(3, experiment::output_bytes(shape)),
-                                    experiment::attention_run_bytes(shape, options, options.threads));
+  std::uint64_t bytes =
+      io::sat_add(io::sat_mul(3, experiment::output_bytes(shape)),
+                  experiment::attention_run_bytes(shape, options, options.threads));
   if (!inputs_held) bytes = io::sat_add(bytes, experiment::inputs_bytes(shape));
-  io::require_memory(bytes, "point (B=" + std::to_string(shape.batch) +
-                                " H=" + std::to_string(shape.heads) +
-                                " N=" + std::to_string(shape.seq_q) +
-                                " N_kv=" + std::to_string(shape.seq_kv) +
-                                " d=" + std::to_string(shape.head_dim) + ")");
+  io::require_memory(
+      bytes, "point (B=" + std::to_string(shape.batch) + " H=" + std::to_string(shape.heads) +
+                 " N=" + std::to_string(shape.seq_q) + " N_kv=" + std::to_string(shape.seq_kv) +
+                 " d=" + std::to_string(shape.head_dim) + ")");
 }
 
 // One set of inputs, rounded once to the variant's input format: the golden and the variant see

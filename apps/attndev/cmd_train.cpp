@@ -187,8 +187,10 @@ void add_train_command(cli::Command& app) {
     if (!args->corpus.empty()) line += " --corpus " + args->corpus;
     if (!args->capture.empty()) {
       line += " --capture ";
-      for (std::size_t i = 0; i < args->capture.size(); ++i)
-        line += (i ? "," : "") + std::to_string(args->capture[i]);
+      for (std::size_t i = 0; i < args->capture.size(); ++i) {
+        if (i) line += ',';
+        line += std::to_string(args->capture[i]);
+      }
     }
     if (args->quick) line += " --quick";
     if (args->steps > 0) line += " --steps " + std::to_string(args->steps);

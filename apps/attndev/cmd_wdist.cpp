@@ -39,7 +39,10 @@ struct Row {
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 
@@ -103,7 +106,10 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
       "inf_a,inf_b\n";
   const auto shape = [](const std::vector<std::int64_t>& s) {
     std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (i) out += 'x';
+      out += std::to_string(s[i]);
+    }
     return out.empty() ? std::string("scalar") : out;
   };
   for (const Row& r : rows) {

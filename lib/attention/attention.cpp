@@ -21,7 +21,7 @@ bool all_stages(const numerics::PrecisionPolicy& policy, Format f) {
 }
 
 // Formats the float path can hold exactly and round to with float bit operations
-// (FloatRounder in kernels.hpp).
+// (numerics::FloatRounder, numerics/float_rounder.hpp): every format but fp64.
 bool float_storage(Format f) {
   return f != Format::fp64;
 }

@@ -161,10 +161,11 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
 // The FP64 golden: `baseline` under the fp64 policy (same code, not a second formula).
 Output golden(const Inputs& inputs, const Options& options);
 
-// Name of the implementation run() would use: "generic", "fast-f32" (fp32 accumulators, stats
-// fp32/tf32/bf16/fp16, storage stages any format up to fp32) or "fast-f64" (every stage fp64). One
-// function decides both this answer and the dispatch, so they cannot disagree (docs/CONTRIBUTING.md
-// #6).
+// Name of the implementation run() would use: "generic", "fast-f32" (kernel model: fp32
+// accumulators, stats fp32/tf32/bf16/fp16, storage stages any format up to fp32; framework model:
+// no stage fp64) or "fast-f64" (every stage fp64, or kernel-model fp64 accumulators with stats
+// fp64/tf32/bf16/fp16 and storage stages of any format). detail::fast_kind decides both this
+// answer and the dispatch, so they cannot disagree (docs/CONTRIBUTING.md #6).
 const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                         const Options& options);
 

@@ -23,7 +23,6 @@ using numerics::Format;
 using numerics::PrecisionPolicy;
 using numerics::Stage;
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
   if (a.batch != b.batch || a.heads != b.heads || a.rows != b.rows || a.cols != b.cols)
@@ -214,38 +213,27 @@ HeadGrad flash2_head(const PrecisionPolicy& pol, const HeadIn& x, const Shape& s
   std::vector<double> dq_acc(std::size_t(nq) * d, 0.0);  // (N_q, d), across all K/V blocks
   std::vector<double> dk_acc(std::size_t(nk) * d, 0.0), dv_acc(std::size_t(nk) * d, 0.0);
   std::vector<double> p(std::size_t(br) * bc), ds(std::size_t(br) * bc);  // one (Br, Bc) tile
-  // FA-2 recomputes P = exp2(S * scale*log2(e) - lse*log2(e)) with the lse stored in float and
-  // one fma, the same exp2 form as its forward (so P matches the forward's up to the final
-  // division by l, which lse absorbs).
-  const double scale_log2 = pol.round(Stage::stats, score_scale * numerics::kLog2e);
-  std::vector<double> lse_log2(nq);
-  for (int i = 0; i < nq; ++i)
-    lse_log2[i] =
-        x.lse[i] == kNegInf
-            ? kNegInf
-            : numerics::mul_in(pol.stats, pol.round(Stage::stats, x.lse[i]), numerics::kLog2e);
+  // P recomputed from the lse in the forward's arithmetic (rows::RecomputedSoftmax), one row's
+  // state per query row.  (N_q)
+  const rows::PolicyArith a{pol};
+  std::vector<rows::RecomputedSoftmax<rows::PolicyArith>> softmax(nq);
+  std::vector<char> row_live(nq);
+  for (int i = 0; i < nq; ++i) {
+    softmax[i].scale_log2 = pol.round(Stage::stats, score_scale * numerics::kLog2e);
+    row_live[i] = softmax[i].begin_row(a, x.lse[i]);
+  }
   for (int j0 = 0; j0 < nk; j0 += bc) {
     const int j1 = std::min(nk, j0 + bc);
     for (int i0 = 0; i0 < nq; i0 += br) {
       const int i1 = std::min(nq, i0 + br);
       // A tile entirely above the causal diagonal contributes nothing (the kernel skips it).
       if (causal && !causal_visible(i1 - 1, j0, nq, nk)) continue;
-      for (int i = i0; i < i1; ++i) {
-        const double lse2 = lse_log2[i];
+      for (int i = i0; i < i1; ++i)
         for (int j = j0; j < j1; ++j) {
-          double pij = 0.0;
-          // lse = -inf marks a fully masked row: its P is 0 (never exp(-inf - -inf) = NaN).
-          if (lse2 != kNegInf && (!causal || causal_visible(i, j, nq, nk))) {
-            const double sij = raw_score(pol, x, i, j, d);
-            const double arg =
-                pol.fma ? numerics::fma_in(pol.stats, sij, scale_log2, -lse2)
-                        : numerics::sub_in(pol.stats, numerics::mul_in(pol.stats, sij, scale_log2),
-                                           lse2);
-            pij = numerics::exp2_in(pol.stats, arg);
-          }
-          p[std::size_t(i - i0) * bc + (j - j0)] = pij;
+          const bool seen = row_live[i] && (!causal || causal_visible(i, j, nq, nk));
+          p[std::size_t(i - i0) * bc + (j - j0)] =
+              seen ? softmax[i].prob(a, raw_score(pol, x, i, j, d)) : 0.0;
         }
-      }
       // dV_j += P^T dO_i with P cast to the prob format.
       for (int i = i0; i < i1; ++i)
         for (int j = j0; j < j1; ++j) {

@@ -43,7 +43,7 @@
 #include "attention/rows/mask.hpp"
 #include "cuda/dispatch.hpp"
 #if defined(ATTNDEV_TC_HOST_SIM)
-// The includer has defined the primitives (test/cuda/tc_sim.hpp).
+// The includer has defined the primitives (test/cuda/tc_host_sim.hpp).
 #else
 #include "cuda/flash2_tc_primitives.cuh"
 #endif

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "config/policy_json.hpp"
 #include "experiment/result_row.hpp"
@@ -103,6 +104,30 @@ std::vector<MatchCandidate> make_candidates(const std::vector<attention::Algorit
   return out;
 }
 
+namespace {
+
+// Most bit-identical elements first, then the smallest mean |O - O_candidate| (NaN last), then
+// candidate order: a total order, so the ranking is stable and defined even for NaN metrics.
+// (Sorted by index with std::sort: std::stable_sort instantiates libstdc++ 12's deprecated
+// get_temporary_buffer, which clang 19 reports.)
+std::vector<MatchResult> rank_matches(std::vector<MatchResult> results) {
+  const auto key = [&](std::size_t i) {
+    const MatchResult& m = results[i];
+    const double mean = std::isnan(m.difference.mean_abs) ? INFINITY : m.difference.mean_abs;
+    return std::tuple{!m.status.is_ok(), -m.ulps.identical_fraction, mean, i};
+  };
+  std::vector<std::size_t> order(results.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  std::vector<MatchResult> ranked;
+  ranked.reserve(results.size());
+  for (std::size_t i : order) ranked.push_back(std::move(results[i]));
+  return ranked;
+}
+
+}  // namespace
+
 std::vector<MatchResult> match_output(const attention::Tensor& output,
                                       const attention::Inputs& inputs,
                                       const std::vector<MatchCandidate>& candidates,
@@ -141,12 +166,7 @@ std::vector<MatchResult> match_output(const attention::Tensor& output,
     results.push_back(std::move(m));
     if (options.on_progress) options.on_progress(c + 1, candidates.size());
   }
-  std::stable_sort(results.begin(), results.end(), [](const MatchResult& a, const MatchResult& b) {
-    if (a.status.is_ok() != b.status.is_ok()) return a.status.is_ok();
-    if (a.ulps.identical_fraction != b.ulps.identical_fraction)
-      return a.ulps.identical_fraction > b.ulps.identical_fraction;
-    return a.difference.mean_abs < b.difference.mean_abs;
-  });
+  return rank_matches(std::move(results));
   return results;
 }
 

@@ -157,8 +157,11 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
       if (line.empty()) line.push_back("all");
       std::vector<Cell> cells(config.variants.size());
       for (const Json* row : by_key[k]) {
+        // A std::string against the JSON value: under C++20's rewritten comparisons
+        // (GCC 13, clang) `name != json` is ambiguous with nlohmann/json 3.11.
+        const std::string variant = (*row)["variant"].get<std::string>();
         std::size_t v = 0;
-        while (v < config.variants.size() && config.variants[v].name != (*row)["variant"]) ++v;
+        while (v < config.variants.size() && config.variants[v].name != variant) ++v;
         if (v == config.variants.size()) continue;
         double x = 0;
         if (const Status status = row_status(*row); !status.is_ok()) {

@@ -117,8 +117,7 @@ std::optional<ReferenceComparison> compare_to_reference(const Variant& variant,
   const auto& x = self.outcome.output.o.data;
   const auto& r = ref.outcome.output.o.data;
   if (x.empty() || r.empty() || x.size() != r.size()) return std::nullopt;
-  return ReferenceComparison{reference.name,
-                             measure::compare_outputs(x, r, variant.policy.output)};
+  return ReferenceComparison{reference.name, measure::compare_outputs(x, r, variant.policy.output)};
 }
 
 // Opens the results file for this shard: the locks, the manifest, and the repair of what a
@@ -196,7 +195,8 @@ std::vector<std::vector<const Point*>> input_sets(const std::vector<const Point*
 // Every variant of one point; nullopt when a stop was requested before the last one finished
 // (the point in flight is then not written, and a rerun redoes it).
 std::optional<std::vector<Evaluated>> evaluate_point(const Config& config, const Point& point,
-                                      InputSetCache& cache, const RunOptions& options) {
+                                                     InputSetCache& cache,
+                                                     const RunOptions& options) {
   auto stop = [&] { return options.stop_requested && options.stop_requested(); };
   std::vector<Evaluated> results(config.variants.size());
   for (std::size_t v = 0; v < config.variants.size(); ++v) {
@@ -287,8 +287,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   RunReport report;
   const std::size_t shard_count = std::max<std::size_t>(options.shard_count, 1);
   // Held until the tables are written: one writer per results file, nobody rewriting the folder.
-  const OutputLock lock = open_results(
-      config, options, shard_file_name(options.shard_index, shard_count), report);
+  const OutputLock lock =
+      open_results(config, options, shard_file_name(options.shard_index, shard_count), report);
   repair_results(config, plan, options, report);
   const std::vector<const Point*> pending =
       pending_points(config, plan, options, shard_count, report);

@@ -34,7 +34,13 @@ bool looks_numeric(const std::string& s) {
 std::string markdown_table(const std::vector<std::string>& header,
                            const std::vector<std::vector<std::string>>& rows) {
   std::string out = "|";
-  for (const std::string& h : header) out += " " + escape_cell(h) + " |";
+  // Appended piece by piece: `" " + std::string&&` trips GCC 12's -Wrestrict false positive
+  // (GCC bug 105329) once inlined.
+  for (const std::string& h : header) {
+    out += ' ';
+    out += escape_cell(h);
+    out += " |";
+  }
   out += "\n|";
   for (std::size_t c = 0; c < header.size(); ++c) {
     bool numeric = !rows.empty();
@@ -45,8 +51,11 @@ std::string markdown_table(const std::vector<std::string>& header,
   out += "\n";
   for (const auto& row : rows) {
     out += "|";
-    for (std::size_t c = 0; c < header.size(); ++c)
-      out += " " + (c < row.size() ? escape_cell(row[c]) : std::string()) + " |";
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      out += ' ';
+      if (c < row.size()) out += escape_cell(row[c]);
+      out += " |";
+    }
     out += "\n";
   }
   return out;

@@ -163,12 +163,17 @@ std::optional<DType> dtype_from_descr(const std::string& source, const std::stri
 // the matching Fortran offset in step, so it costs O(numel) with no division per element.
 std::vector<double> fortran_to_c(const std::vector<double>& f,
                                  const std::vector<std::int64_t>& shape) {
-  std::vector<double> c(f.size());
-  if (f.empty()) return c;
+  // Rank 0 and 1: Fortran and C order are the same.
   const std::size_t rank = shape.size();
-  std::vector<std::int64_t> stride(rank, 1);  // Fortran strides
+  if (rank <= 1 || f.empty()) return f;
+  std::vector<double> c(f.size());
+  // One allocation for both index vectors: with two, GCC 12 reports a -Wfree-nonheap-object
+  // false positive on the second one's destructor once this is inlined into parse_npy.
+  std::vector<std::int64_t> state(2 * rank, 0);
+  const std::span<std::int64_t> stride(state.data(), rank);      // Fortran strides
+  const std::span<std::int64_t> idx(state.data() + rank, rank);  // the C index
+  stride[0] = 1;
   for (std::size_t k = 1; k < rank; ++k) stride[k] = stride[k - 1] * shape[k - 1];
-  std::vector<std::int64_t> idx(rank, 0);
   std::int64_t off = 0;
   for (std::size_t i = 0; i < c.size(); ++i) {
     c[i] = f[static_cast<std::size_t>(off)];

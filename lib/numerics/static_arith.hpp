@@ -108,7 +108,7 @@ inline double div_in(double a, double b) {
   const double sticky = (b > 0) == (remainder > 0) ? 1e-300 : -1e-300;
   const double r = round_to<F>(q, remainder == 0.0 ? 0.0 : sticky);
   // A non-finite or zero quotient is rounded as it is (its remainder is meaningless).
-  return !(std::fabs(q) <= 1.7976931348623157e308) | (q == 0.0) ? round_to<F>(q) : r;
+  return (!(std::fabs(q) <= 1.7976931348623157e308) | (q == 0.0)) ? round_to<F>(q) : r;
 }
 
 template <Format F>

@@ -123,6 +123,31 @@ struct OnlineSoftmax {
   }
 };
 
+// FA-2's backward does not store P: it recomputes each p_ij from the forward's lse (Dao 2023,
+// Algorithm 2) in the forward's exp2 form, the lse stored in the stats format and multiplied by
+// log2 e there:
+//   begin_row   lse2 = R_stats(R_stats(lse) * log2 e); false for a fully masked row (lse = -inf,
+//               whose p are 0: never exp2(s * scale_log2 - -inf) = exp2(inf) or NaN)
+//   prob        p_ij = exp2(s_ij * scale_log2 - lse2)   (one FFMA when fused, as the forward's)
+// Before the final 1/l the forward's p and this one differ by exactly that division, which the
+// lse absorbs.
+template <class A>
+struct RecomputedSoftmax {
+  using T = typename A::Value;
+  T scale_log2 = T(1);      // R_stats(scale * log2 e), the forward's
+  T lse2 = neg_inf<T>();    // this row's lse in log2 units
+
+  ATTNDEV_HD bool begin_row(const A& a, T lse) {
+    lse2 = lse == neg_inf<T>() ? lse
+                               : a.mul(Stage::stats, a.round(Stage::stats, lse),
+                                       static_cast<T>(numerics::kLog2e));
+    return lse2 != neg_inf<T>();
+  }
+  ATTNDEV_HD T prob(const A& a, T s) const {
+    return a.exp2(Stage::stats, a.mul_sub(Stage::stats, s, scale_log2, lse2));
+  }
+};
+
 // FA-1's softmax of one query row (Dao et al. 2022, Algorithm 1, lines 9-13). m and l are the
 // values stored between K/V blocks (the State hook rounds them, rows/hooks.hpp). Per block:
 //   begin_block  mt = the block's max
