@@ -1,6 +1,9 @@
-# cmake -DATTNDEV=... -DCONFIG=... -DOVERRIDES="-a|k=v|..." -DOUT=dir -P run_smoke.cmake
+# cmake -DATTNDEV=... -DCONFIG=... -DOVERRIDES="-a|k=v|..." -DOUT=dir
+#       [-DPYTHON=python3 -DCLAIMS="claim|claim|..."] -P run_smoke.cmake
 # Runs one paper config with its smoke overrides into a fresh folder and checks that it exited 0
-# and produced rows, every one of them with status "ok" (a run that compared nothing fails).
+# and produced rows, every one of them with status "ok" (a run that compared nothing fails), then
+# that the direction of each paper claim holds on those rows (check_claims.py says how a claim is
+# written).
 string(REPLACE "|" ";" args "${OVERRIDES}")
 file(REMOVE_RECURSE ${OUT})
 execute_process(COMMAND ${ATTNDEV} run ${CONFIG} -o ${OUT} --no-summary -j 1 ${args}
@@ -37,3 +40,13 @@ if(not_ok GREATER 0)
   message(FATAL_ERROR "${not_ok} of ${rows} rows are not ok")
 endif()
 message(STATUS "${rows} rows, all ok")
+if(NOT CLAIMS STREQUAL "")
+  string(REPLACE "|" ";" claims "${CLAIMS}")
+  execute_process(COMMAND ${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_claims.py ${OUT}/results.csv
+                          ${claims}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "claims:\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "a paper claim does not hold on ${OUT}/results.csv")
+  endif()
+endif()
