@@ -194,6 +194,9 @@ constexpr FastKind preset_kind(std::string_view name) {
 static_assert(preset_kind("kernel-bf16") == FastKind::f32);
 static_assert(preset_kind("kernel-fp16") == FastKind::f32);
 static_assert(preset_kind("torch-math-bf16") == FastKind::f32);
+static_assert(preset_kind("framework-bf16") == FastKind::f32);
+static_assert(preset_kind("framework-fp64") == FastKind::f64);
+static_assert(preset_kind("fp8-e4m3") == FastKind::f32);
 static_assert(preset_kind("fp32") == FastKind::f32);
 static_assert(preset_kind("fp64") == FastKind::f64);
 
