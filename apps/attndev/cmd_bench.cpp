@@ -147,7 +147,7 @@ void check(const Config& c, const attention::Shape& shape, const attention::Opti
   }
 }
 
-void run_bench(const BenchArgs& a) {
+void check_args(const BenchArgs& a) {
   require_at_least(a.n, 1, "--n");
   require_at_least(a.n_kv, 0, "--n-kv");
   require_at_least(a.d, 1, "--d");
@@ -157,22 +157,12 @@ void run_bench(const BenchArgs& a) {
   require_at_least(a.bc, 1, "--bc");
   require_at_least(a.threads, 0, "--threads");
   require_at_least(a.repeats, 1, "--repeats");
-  const std::vector<Config> configs = configs_of(a);
+}
 
-  const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
-  attention::Options opt;
-  opt.causal = a.causal;
-  opt.block_r = a.br;
-  opt.block_c = a.bc;
-  opt.threads = a.threads;
-  if (a.generic) opt.path = attention::Options::Path::generic;
-  const int threads = a.threads > 0
-                          ? a.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const double flops = attention::forward_flops(shape, a.causal);
-  const double full_flops = attention::forward_flops(shape, /*causal=*/false);
-  // Held at once: one configuration's inputs, output and working set, then the Eigen GEMM's
-  // matrices (Q, K, V, the N_q x N_kv scores and O of one head, in double at most).
+// Held at once: one configuration's inputs, output and working set, then the Eigen GEMM's
+// matrices (Q, K, V, the N_q x N_kv scores and O of one head, in double at most).
+void require_bench_memory(const attention::Shape& shape, const attention::Options& opt,
+                          int threads_arg) {
   const std::uint64_t nq = static_cast<std::uint64_t>(shape.seq_q),
                       nkv = static_cast<std::uint64_t>(shape.seq_kv),
                       d = static_cast<std::uint64_t>(shape.head_dim);
@@ -181,108 +171,148 @@ void run_bench(const BenchArgs& a) {
                      io::sat_add(io::sat_mul(2, io::sat_mul(nkv, d)), io::sat_mul(nq, nkv))));
   io::require_memory(
       io::sat_add(io::sat_add(experiment::inputs_bytes(shape),
-                              experiment::attention_run_bytes(shape, opt, a.threads)),
+                              experiment::attention_run_bytes(shape, opt, threads_arg)),
                   gemm_bytes),
       "bench (B=" + std::to_string(shape.batch) + " H=" + std::to_string(shape.heads) +
           " N=" + std::to_string(shape.seq_q) + " N_kv=" + std::to_string(shape.seq_kv) +
           " d=" + std::to_string(shape.head_dim) + ")");
+}
+
+// One configuration: checked first, timed only when the check passed (conventions #12).
+Measured measure_config(const Config& c, const attention::Shape& shape,
+                        const attention::Options& opt, int repeats, double flops) {
+  Measured m;
+  m.config = c;
+  m.path = attention::kernel_path(c.algorithm, c.policy, opt);
+  const attention::Inputs in = bench_inputs(shape, c.policy.input);
+  attention::Output out;
+  try {
+    out = attention::run(c.algorithm, c.policy, in, opt);  // warm-up, and the checked result
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("bench: ") + e.what());
+  }
+  check(c, shape, opt, out, m);
+  if (!m.check_ok) return m;
+  for (int r = 0; r < repeats; ++r)
+    m.seconds.push_back(seconds_of([&] { out = attention::run(c.algorithm, c.policy, in, opt); }));
+  m.median = median_of(m.seconds);
+  m.gflops = flops / m.median * 1e-9;
+  return m;
+}
+
+// What the results are printed beside.
+struct BenchRun {
+  attention::Shape shape;
+  int threads = 0;
+  double flops = 0;
+  double gemm32 = 0, gemm64 = 0;  // median seconds of the Eigen GEMMs of equal FLOPs
+};
+
+void print_bench_json(const BenchArgs& a, const BenchRun& b, const std::vector<Measured>& results) {
+  const double flops = b.flops, gemm32 = b.gemm32, gemm64 = b.gemm64;
+  nlohmann::json doc;
+  doc["provenance"] = provenance_json();
+  doc["shape"] = {{"batch", b.shape.batch},
+                  {"heads", b.shape.heads},
+                  {"seq_q", b.shape.seq_q},
+                  {"seq_kv", b.shape.seq_kv},
+                  {"head_dim", b.shape.head_dim}};
+  doc["causal"] = a.causal;
+  doc["block_r"] = a.br;
+  doc["block_c"] = a.bc;
+  doc["threads"] = b.threads;
+  doc["repeats"] = a.repeats;
+  doc["flops"] = flops;
+  doc["eigen_gemm_f32"] = {{"median_s", gemm32}, {"gflops", flops / gemm32 * 1e-9}};
+  doc["eigen_gemm_f64"] = {{"median_s", gemm64}, {"gflops", flops / gemm64 * 1e-9}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Measured& m : results) {
+    nlohmann::json row = {{"label", m.config.label},
+                          {"algorithm", attention::algorithm_name(m.config.algorithm)},
+                          {"policy", m.config.policy_name},
+                          {"path", m.path},
+                          {"check", m.check_ok ? "ok" : "failed: " + m.check_message}};
+    if (m.check_ok) {
+      row["median_s"] = m.median;
+      row["seconds"] = m.seconds;
+      row["gflops"] = m.gflops;
+      row["time_vs_eigen_f32"] = m.median / gemm32;
+      row["time_vs_eigen_f64"] = m.median / gemm64;
+    }
+    rows.push_back(row);
+  }
+  doc["results"] = rows;
+  std::printf("%s\n", doc.dump(2).c_str());
+}
+
+void print_bench_table(const BenchArgs& a, const BenchRun& b,
+                       const std::vector<Measured>& results) {
+  const double flops = b.flops, gemm32 = b.gemm32, gemm64 = b.gemm64;
+  std::printf(
+      "attention forward B=%d H=%d N_q=%d N_kv=%d d=%d%s Br=%d Bc=%d, %d threads, "
+      "median of %d, %.3g GFLOP\n",
+      b.shape.batch, b.shape.heads, b.shape.seq_q, b.shape.seq_kv, b.shape.head_dim,
+      a.causal ? " causal" : "", a.br, a.bc, b.threads, a.repeats, flops * 1e-9);
+  Table table({"variant", "path", "median s", "GFLOP/s", "x eigen f32", "x eigen f64"});
+  auto fixed = [](double x, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+    return std::string(buf);
+  };
+  for (const Measured& m : results) {
+    if (!m.check_ok) {
+      table.add_row({m.config.label, m.path, "check failed: " + m.check_message, "", "", ""});
+      continue;
+    }
+    table.add_row({m.config.label, m.path, fixed(m.median, 4), fixed(m.gflops, 1),
+                   fixed(m.median / gemm32, 2), fixed(m.median / gemm64, 2)});
+  }
+  table.add_row({"eigen gemm f32 (same FLOPs)", "-", fixed(gemm32, 4),
+                 fixed(flops / gemm32 * 1e-9, 1), "1.00", fixed(gemm32 / gemm64, 2)});
+  table.add_row({"eigen gemm f64 (same FLOPs)", "-", fixed(gemm64, 4),
+                 fixed(flops / gemm64 * 1e-9, 1), fixed(gemm64 / gemm32, 2), "1.00"});
+  table.print(stdout);
+  std::printf("x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
+}
+
+void run_bench(const BenchArgs& a) {
+  check_args(a);
+  const std::vector<Config> configs = configs_of(a);
+
+  BenchRun b;
+  b.shape = attention::Shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+  attention::Options opt;
+  opt.causal = a.causal;
+  opt.block_r = a.br;
+  opt.block_c = a.bc;
+  opt.threads = a.threads;
+  if (a.generic) opt.path = attention::Options::Path::generic;
+  b.threads = a.threads > 0 ? a.threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  b.flops = attention::forward_flops(b.shape, a.causal);
+  const double full_flops = attention::forward_flops(b.shape, /*causal=*/false);
+  require_bench_memory(b.shape, opt, a.threads);
 
   std::vector<Measured> results;
   bool all_ok = true;
   for (const Config& c : configs) {
-    Measured m;
-    m.config = c;
-    m.path = attention::kernel_path(c.algorithm, c.policy, opt);
-    const attention::Inputs in = bench_inputs(shape, c.policy.input);
-    attention::Output out;
-    try {
-      out = attention::run(c.algorithm, c.policy, in, opt);  // warm-up, and the checked result
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("bench: ") + e.what());
-    }
-    check(c, shape, opt, out, m);
-    if (m.check_ok) {
-      for (int r = 0; r < a.repeats; ++r)
-        m.seconds.push_back(
-            seconds_of([&] { out = attention::run(c.algorithm, c.policy, in, opt); }));
-      m.median = median_of(m.seconds);
-      m.gflops = flops / m.median * 1e-9;
-    } else {
-      all_ok = false;
-    }
-    results.push_back(std::move(m));
+    results.push_back(measure_config(c, b.shape, opt, a.repeats, b.flops));
+    all_ok = all_ok && results.back().check_ok;
   }
 
   // The GEMM references: equal FLOP count, scaled from the full product when causal.
   std::vector<double> t32, t64;
   for (int r = 0; r < a.repeats; ++r) {
-    t32.push_back(eigen_gemm_seconds(/*single=*/true, shape, threads) * flops / full_flops);
-    t64.push_back(eigen_gemm_seconds(/*single=*/false, shape, threads) * flops / full_flops);
+    t32.push_back(eigen_gemm_seconds(/*single=*/true, b.shape, b.threads) * b.flops / full_flops);
+    t64.push_back(eigen_gemm_seconds(/*single=*/false, b.shape, b.threads) * b.flops / full_flops);
   }
-  const double gemm32 = median_of(t32), gemm64 = median_of(t64);
+  b.gemm32 = median_of(t32);
+  b.gemm64 = median_of(t64);
 
-  if (a.json) {
-    nlohmann::json doc;
-    doc["provenance"] = provenance_json();
-    doc["shape"] = {{"batch", shape.batch},
-                    {"heads", shape.heads},
-                    {"seq_q", shape.seq_q},
-                    {"seq_kv", shape.seq_kv},
-                    {"head_dim", shape.head_dim}};
-    doc["causal"] = a.causal;
-    doc["block_r"] = a.br;
-    doc["block_c"] = a.bc;
-    doc["threads"] = threads;
-    doc["repeats"] = a.repeats;
-    doc["flops"] = flops;
-    doc["eigen_gemm_f32"] = {{"median_s", gemm32}, {"gflops", flops / gemm32 * 1e-9}};
-    doc["eigen_gemm_f64"] = {{"median_s", gemm64}, {"gflops", flops / gemm64 * 1e-9}};
-    nlohmann::json rows = nlohmann::json::array();
-    for (const Measured& m : results) {
-      nlohmann::json row = {{"label", m.config.label},
-                            {"algorithm", attention::algorithm_name(m.config.algorithm)},
-                            {"policy", m.config.policy_name},
-                            {"path", m.path},
-                            {"check", m.check_ok ? "ok" : "failed: " + m.check_message}};
-      if (m.check_ok) {
-        row["median_s"] = m.median;
-        row["seconds"] = m.seconds;
-        row["gflops"] = m.gflops;
-        row["time_vs_eigen_f32"] = m.median / gemm32;
-        row["time_vs_eigen_f64"] = m.median / gemm64;
-      }
-      rows.push_back(row);
-    }
-    doc["results"] = rows;
-    std::printf("%s\n", doc.dump(2).c_str());
-  } else {
-    std::printf(
-        "attention forward B=%d H=%d N_q=%d N_kv=%d d=%d%s Br=%d Bc=%d, %d threads, "
-        "median of %d, %.3g GFLOP\n",
-        shape.batch, shape.heads, shape.seq_q, shape.seq_kv, shape.head_dim,
-        a.causal ? " causal" : "", a.br, a.bc, threads, a.repeats, flops * 1e-9);
-    Table table({"variant", "path", "median s", "GFLOP/s", "x eigen f32", "x eigen f64"});
-    auto fixed = [](double x, int digits) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-      return std::string(buf);
-    };
-    for (const Measured& m : results) {
-      if (!m.check_ok) {
-        table.add_row({m.config.label, m.path, "check failed: " + m.check_message, "", "", ""});
-        continue;
-      }
-      table.add_row({m.config.label, m.path, fixed(m.median, 4), fixed(m.gflops, 1),
-                     fixed(m.median / gemm32, 2), fixed(m.median / gemm64, 2)});
-    }
-    table.add_row({"eigen gemm f32 (same FLOPs)", "-", fixed(gemm32, 4),
-                   fixed(flops / gemm32 * 1e-9, 1), "1.00", fixed(gemm32 / gemm64, 2)});
-    table.add_row({"eigen gemm f64 (same FLOPs)", "-", fixed(gemm64, 4),
-                   fixed(flops / gemm64 * 1e-9, 1), fixed(gemm64 / gemm32, 2), "1.00"});
-    table.print(stdout);
-    std::printf(
-        "x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
-  }
+  if (a.json)
+    print_bench_json(a, b, results);
+  else
+    print_bench_table(a, b, results);
   if (!all_ok) throw CommandExit{kExitFailure};
 }
 

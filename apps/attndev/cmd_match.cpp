@@ -48,9 +48,7 @@ std::string pct(double f) {
   return buf;
 }
 
-void run_match(const MatchArgs& a) {
-  std::vector<attention::Algorithm> algorithms;
-  for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algo"));
+attention::Options match_options(const MatchArgs& a) {
   for (int v : a.br) require_at_least(v, 1, "--br");
   for (int v : a.bc) require_at_least(v, 1, "--bc");
   require_at_least(a.top, 1, "--top");
@@ -63,6 +61,103 @@ void run_match(const MatchArgs& a) {
   } else if (a.scale_on != "scores") {
     throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"; valid: scores, query");
   }
+  return options;
+}
+
+// The candidate policies: --policy's, else those whose output format holds every value of OUTPUT.
+std::vector<numerics::PrecisionPolicy> match_policies(const MatchArgs& a,
+                                                      const attention::Tensor& output) {
+  std::vector<numerics::PrecisionPolicy> policies;
+  for (const std::string& p : a.policies) policies.push_back(parse_policy_arg(p, "--policy"));
+  if (policies.empty()) policies = experiment::default_policies(output);
+  if (policies.empty())
+    throw UsageError(
+        "OUTPUT holds values no bf16/fp16/fp32/fp64 policy stores; name candidate "
+        "policies with --policy");
+  return policies;
+}
+
+// A tile at least as long as the sequence is one tile: every such size gives the same output,
+// so they run once, named by the sequence length (ties would otherwise fill the ranking).
+std::vector<int> clamp_tiles(const std::vector<int>& sizes, int n, const char* what) {
+  std::vector<int> out;
+  std::string merged;
+  for (int s : sizes) {
+    const int t = std::min(s, n);
+    if (s > n) merged += (merged.empty() ? "" : ", ") + std::to_string(s);
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  if (!merged.empty())
+    log::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
+              what, n);
+  return out;
+}
+
+void print_match_json(const MatchArgs& a, const std::vector<experiment::MatchResult>& ranked,
+                      const std::string& holding, const std::string& verdict) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const experiment::MatchResult& m : ranked) {
+    const experiment::Variant& v = m.candidate.variant;
+    nlohmann::json r = {{"candidate", v.name},
+                        {"algorithm", attention::algorithm_name(v.algorithm)},
+                        {"policy", config::policy_to_json(v.policy)},
+                        {"policy_label", v.policy_label},
+                        {"status", m.status.text()}};
+    if (v.block_r) r["block_r"] = *v.block_r;
+    if (v.block_c) r["block_c"] = *v.block_c;
+    if (m.status.is_ok()) {
+      r["identical_fraction"] = json_number(m.ulps.identical_fraction);
+      r["max_ulp"] = m.ulps.max_ulp;
+      r["mean_ulp"] = json_number(m.ulps.mean_ulp);
+      r["ulp_histogram"] = m.ulps.histogram_text();
+      r["diff_max_abs"] = json_number(m.difference.max_abs);
+      r["diff_max_ulps_at_max"] = json_number(m.max_diff_ulps_at_max);
+      r["diff_mean_abs"] = json_number(m.difference.mean_abs);
+      r["candidate_mean_abs"] = json_number(m.candidate_dev.mean_abs);
+      r["output_mean_abs"] = json_number(m.output_dev.mean_abs);
+    }
+    rows.push_back(std::move(r));
+  }
+  const nlohmann::json doc = {
+      {"output", a.output}, {"inputs", a.inputs}, {"formats_holding_output", holding},
+      {"verdict", verdict}, {"candidates", rows}, {"provenance", provenance_json()}};
+  std::printf("%s\n", doc.dump(2).c_str());
+}
+
+void print_match_table(const MatchArgs& a, const attention::Inputs& inputs,
+                       const std::vector<experiment::MatchResult>& ranked,
+                       const std::string& holding, const std::string& verdict) {
+  std::printf("output %s (values exact in: %s)\ninputs %s: B=%d H=%d N=%d N_kv=%d d=%d%s\n\n",
+              a.output.c_str(), holding.c_str(), a.inputs.c_str(), inputs.q.batch, inputs.q.heads,
+              inputs.q.rows, inputs.k.rows, inputs.q.cols, a.causal ? ", causal" : "");
+  Table t({"#", "candidate", "identical", "max diff", "mean |O - cand|", "cand. dev", "your dev",
+           "ratio"});
+  for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < a.top; ++i) {
+    const experiment::MatchResult& m = ranked[i];
+    if (!m.status.is_ok()) {
+      t.add_row(
+          {std::to_string(i + 1), m.candidate.variant.name, m.status.text(), "", "", "", "", ""});
+      continue;
+    }
+    t.add_row({std::to_string(i + 1), m.candidate.variant.name, pct(m.ulps.identical_fraction),
+               g3(m.max_diff_ulps_at_max) + " ulp", format_number(m.difference.mean_abs),
+               format_number(m.candidate_dev.mean_abs), format_number(m.output_dev.mean_abs),
+               g3(m.candidate_dev.mean_abs / m.output_dev.mean_abs)});
+  }
+  t.print(stdout);
+  if (ranked.size() > static_cast<std::size_t>(a.top))
+    std::printf("... %zu more (--top)\n", ranked.size() - static_cast<std::size_t>(a.top));
+  std::printf(
+      "\nidentical: share of elements bit-identical to the candidate's; max diff: max |O - cand| "
+      "in ulps of the candidate's output format at max |O|; dev: mean |O - golden| against the "
+      "FP64 golden on the same rounded inputs; ratio: cand. dev / your dev\n");
+  std::printf("%s\n", verdict.c_str());
+}
+
+void run_match(const MatchArgs& a) {
+  std::vector<attention::Algorithm> algorithms;
+  for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algo"));
+  const attention::Options options = match_options(a);
   attention::Inputs inputs;
   try {
     inputs = experiment::read_inputs_file(a.inputs);
@@ -75,28 +170,7 @@ void run_match(const MatchArgs& a) {
   } catch (const std::runtime_error& e) {
     throw UsageError("OUTPUT: " + std::string(e.what()));
   }
-  std::vector<numerics::PrecisionPolicy> policies;
-  for (const std::string& p : a.policies) policies.push_back(parse_policy_arg(p, "--policy"));
-  if (policies.empty()) policies = experiment::default_policies(output);
-  if (policies.empty())
-    throw UsageError(
-        "OUTPUT holds values no bf16/fp16/fp32/fp64 policy stores; name candidate "
-        "policies with --policy");
-  // A tile at least as long as the sequence is one tile: every such size gives the same output,
-  // so they run once, named by the sequence length (ties would otherwise fill the ranking).
-  const auto clamp_tiles = [](const std::vector<int>& sizes, int n, const char* what) {
-    std::vector<int> out;
-    std::string merged;
-    for (int s : sizes) {
-      const int t = std::min(s, n);
-      if (s > n) merged += (merged.empty() ? "" : ", ") + std::to_string(s);
-      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-    }
-    if (!merged.empty())
-      log::info("match: {} {} exceed the sequence ({}): one tile, run as {}={}", what, merged, n,
-                what, n);
-    return out;
-  };
+  const std::vector<numerics::PrecisionPolicy> policies = match_policies(a, output);
   const std::vector<experiment::MatchCandidate> candidates =
       experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
                                   clamp_tiles(a.bc, inputs.k.rows, "Bc"));
@@ -114,61 +188,10 @@ void run_match(const MatchArgs& a) {
   for (numerics::Format f : experiment::formats_holding(output))
     holding += (holding.empty() ? "" : ", ") + std::string(numerics::format_name(f));
 
-  if (a.json) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const experiment::MatchResult& m : ranked) {
-      const experiment::Variant& v = m.candidate.variant;
-      nlohmann::json r = {{"candidate", v.name},
-                          {"algorithm", attention::algorithm_name(v.algorithm)},
-                          {"policy", config::policy_to_json(v.policy)},
-                          {"policy_label", v.policy_label},
-                          {"status", m.status.text()}};
-      if (v.block_r) r["block_r"] = *v.block_r;
-      if (v.block_c) r["block_c"] = *v.block_c;
-      if (m.status.is_ok()) {
-        r["identical_fraction"] = json_number(m.ulps.identical_fraction);
-        r["max_ulp"] = m.ulps.max_ulp;
-        r["mean_ulp"] = json_number(m.ulps.mean_ulp);
-        r["ulp_histogram"] = m.ulps.histogram_text();
-        r["diff_max_abs"] = json_number(m.difference.max_abs);
-        r["diff_max_ulps_at_max"] = json_number(m.max_diff_ulps_at_max);
-        r["diff_mean_abs"] = json_number(m.difference.mean_abs);
-        r["candidate_mean_abs"] = json_number(m.candidate_dev.mean_abs);
-        r["output_mean_abs"] = json_number(m.output_dev.mean_abs);
-      }
-      rows.push_back(std::move(r));
-    }
-    const nlohmann::json doc = {
-        {"output", a.output}, {"inputs", a.inputs}, {"formats_holding_output", holding},
-        {"verdict", verdict}, {"candidates", rows}, {"provenance", provenance_json()}};
-    std::printf("%s\n", doc.dump(2).c_str());
-  } else {
-    std::printf("output %s (values exact in: %s)\ninputs %s: B=%d H=%d N=%d N_kv=%d d=%d%s\n\n",
-                a.output.c_str(), holding.c_str(), a.inputs.c_str(), inputs.q.batch, inputs.q.heads,
-                inputs.q.rows, inputs.k.rows, inputs.q.cols, a.causal ? ", causal" : "");
-    Table t({"#", "candidate", "identical", "max diff", "mean |O - cand|", "cand. dev", "your dev",
-             "ratio"});
-    for (std::size_t i = 0; i < ranked.size() && static_cast<int>(i) < a.top; ++i) {
-      const experiment::MatchResult& m = ranked[i];
-      if (!m.status.is_ok()) {
-        t.add_row(
-            {std::to_string(i + 1), m.candidate.variant.name, m.status.text(), "", "", "", "", ""});
-        continue;
-      }
-      t.add_row({std::to_string(i + 1), m.candidate.variant.name, pct(m.ulps.identical_fraction),
-                 g3(m.max_diff_ulps_at_max) + " ulp", format_number(m.difference.mean_abs),
-                 format_number(m.candidate_dev.mean_abs), format_number(m.output_dev.mean_abs),
-                 g3(m.candidate_dev.mean_abs / m.output_dev.mean_abs)});
-    }
-    t.print(stdout);
-    if (ranked.size() > static_cast<std::size_t>(a.top))
-      std::printf("... %zu more (--top)\n", ranked.size() - static_cast<std::size_t>(a.top));
-    std::printf(
-        "\nidentical: share of elements bit-identical to the candidate's; max diff: max |O - cand| "
-        "in ulps of the candidate's output format at max |O|; dev: mean |O - golden| against the "
-        "FP64 golden on the same rounded inputs; ratio: cand. dev / your dev\n");
-    std::printf("%s\n", verdict.c_str());
-  }
+  if (a.json)
+    print_match_json(a, ranked, holding, verdict);
+  else
+    print_match_table(a, inputs, ranked, holding, verdict);
   if (ranked.empty() || !ranked.front().status.is_ok()) throw CommandExit{kExitNothingCompared};
 }
 

@@ -6,64 +6,12 @@
 #include <string>
 
 #include "attention/detail.hpp"
+#include "attention/fast_kinds.hpp"
 #include "attention/fp8_attention.hpp"
 
 namespace attndev::attention {
 
-namespace {
-
-using numerics::Format;
-
-bool all_stages(const numerics::PrecisionPolicy& policy, Format f) {
-  for (numerics::Stage s : numerics::kAllStages)
-    if (policy[s] != f) return false;
-  return true;
-}
-
-// Formats the float path can hold exactly and round to with float bit operations
-// (numerics::FloatRounder, numerics/float_rounder.hpp): every format but fp64.
-bool float_storage(Format f) {
-  return f != Format::fp64;
-}
-// Formats whose arithmetic numerics::fixed implements for the stats stage.
-bool float_stats_format(Format f) {
-  return f == Format::fp32 || f == Format::tf32 || f == Format::bf16 || f == Format::fp16;
-}
-
-}  // namespace
-
 namespace detail {
-
-// Fast paths are exact replicas of the generic path where every operation has a float (or
-// double) implementation with the same bits: score_accum and out_accum, the dot-product
-// accumulators of the SIMD kernels, must be fp32 (resp. fp64); the stats stage may be fp32 or a
-// narrower float format (bf16/fp16/tf32), whose operations the fast path computes exactly and
-// rounds once (numerics/static_arith.hpp), never as a float operation rounded afterwards (a
-// double rounding). Storage-only stages (input, score, prob, output) may be any format up to
-// fp32, fp8 included: rounding a float to it is a few bit operations.
-FastKind fast_kind([[maybe_unused]] Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
-  if (all_stages(policy, Format::fp64)) return FastKind::f64;
-  // fp64 accumulators and statistics (or narrow statistics, computed exactly as on the float
-  // path) with storage stages of any format: the double path, its roundings numerics' own.
-  if (policy.model == numerics::Model::kernel && policy.score_accum == Format::fp64 &&
-      policy.out_accum == Format::fp64 &&
-      (policy.stats == Format::fp64 || float_stats_format(policy.stats)) &&
-      policy.stats != Format::fp32)
-    return FastKind::f64;
-  // The framework model computes every stage narrower than fp64 in fp32 and stores each op's
-  // output in its stage's format: float operations and FloatRounder, whatever the formats, as
-  // long as no stage is fp64 (a mixed fp64/fp32 computation has no single value type).
-  if (policy.model == numerics::Model::framework) {
-    for (numerics::Stage s : numerics::kAllStages)
-      if (policy[s] == Format::fp64) return FastKind::none;
-    return FastKind::f32;
-  }
-  if (policy.score_accum == Format::fp32 && policy.out_accum == Format::fp32 &&
-      float_stats_format(policy.stats) && float_storage(policy.input) &&
-      float_storage(policy.score) && float_storage(policy.prob) && float_storage(policy.output))
-    return FastKind::f32;
-  return FastKind::none;
-}
 
 std::size_t row_block_count(const Shape& shape, int rows) {
   const std::size_t blocks = static_cast<std::size_t>((shape.seq_q + rows - 1) / rows);

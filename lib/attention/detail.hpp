@@ -32,9 +32,9 @@ RowBlock row_block(const Shape& shape, int rows, std::size_t item);
 void run_generic(Algorithm algorithm, const Problem& p, Output& out);
 
 // The fast paths: the same row functions in NativeArith with the SIMD kernels (fast.cpp). They
-// prepare packed copies of Q, K and V first. fast_kind() decides where one exists.
+// prepare packed copies of Q, K and V first. fast_kind() (fast_kinds.hpp, with the table of
+// instantiations) decides where one exists.
 enum class FastKind : unsigned char { none, f32, f64 };
-FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy);
 void run_fast(Algorithm algorithm, const Problem& p, FastKind kind, Output& out);
 
 // Rows of query processed per work item by the baseline (its numerics do not depend on it).

@@ -2,17 +2,14 @@
 // framework model (every op in fp32, its output stored). The framework instantiation stays in this
 // unit: compiled alone it ran 5-10% slower (bench, framework-bf16, N=2048), the float helpers
 // it shares with the kernel model inlined differently.
-// (fast_kinds.hpp: why the fast path's instantiations are spread over several units.)
+// (lib/attention/CMakeLists.txt says why the instantiations are spread over several units.)
 #include "attention/fast_items.hpp"
 
 namespace attndev::attention::detail::fast {
 
 #define ATTNDEV_INSTANTIATE(T, S, F) \
-  template void run_fast_t<T, S, F>(Algorithm, const Problem&, Output&);
-ATTNDEV_FAST_KERNEL_KINDS_F32(ATTNDEV_INSTANTIATE)
+  template void run_fast_t<T, numerics::Format::S, F>(Algorithm, const Problem&, Output&);
+ATTNDEV_FAST_INSTANCES_F32(ATTNDEV_INSTANTIATE)
 #undef ATTNDEV_INSTANTIATE
-
-// The framework model.
-template void run_fast_t<float, numerics::Format::fp32, true>(Algorithm, const Problem&, Output&);
 
 }  // namespace attndev::attention::detail::fast

@@ -1,12 +1,13 @@
 // FA-3's fp8 algorithms on the double fast path (kernel model).
-// (fast_kinds.hpp: why the fast path's instantiations are spread over several units.)
+// (lib/attention/CMakeLists.txt says why the instantiations are spread over several units.)
 #include "attention/fast_items.hpp"
 
 namespace attndev::attention::detail::fast {
 
-#define ATTNDEV_INSTANTIATE(T, S, F) \
-  template void run_fp8_t<T, S, F>(Algorithm, const Fp8Problem&, Output&);
-ATTNDEV_FAST_KERNEL_KINDS_F64(ATTNDEV_INSTANTIATE)
+#define ATTNDEV_INSTANTIATE(T, S, F)                                                    \
+  ATTNDEV_FAST_KERNEL_MODEL_ONLY(F, template void run_fp8_t<T, numerics::Format::S, F>( \
+                                        Algorithm, const Fp8Problem&, Output&);)
+ATTNDEV_FAST_INSTANCES_F64(ATTNDEV_INSTANTIATE)
 #undef ATTNDEV_INSTANTIATE
 
 }  // namespace attndev::attention::detail::fast

@@ -4,8 +4,9 @@
 //     ldmatrix (V transposed by ldmatrix.trans);
 //   * S = Q K^T accumulated in fp32 registers by the matrix unit (its internal summation order
 //     and width are the hardware's: the one place this kernel's arithmetic is not the emulator's);
-//   * online softmax in fp32 registers: running max, exp2 with log2(e) folded into the scale and
-//     the subtraction fused into one FFMA, rescale of l and O by exp2(m_old - m_new);
+//   * online softmax in fp32 registers through the named steps of attention/rows/softmax.hpp
+//     (OnlineSoftmax, its -inf guard included): running max, exp2 with log2(e) folded into the
+//     scale and the subtraction fused into one FFMA, rescale of l and O by exp2(m_old - m_new);
 //   * P cast to bf16/fp16 in registers (round to nearest even) and fed straight back as the A
 //     operand of the P V mma; O accumulated in fp32 and rounded once, after the 1/l scaling.
 // exp2f here is CUDA's accurate exp2f (no fast-math anywhere), not lib/numerics' exp2: this
@@ -41,11 +42,21 @@
 #include <cstdint>
 
 #include "attention/rows/mask.hpp"
+#include "attention/rows/softmax.hpp"
 #include "cuda/dispatch.hpp"
+#include "numerics/host_device.hpp"
 #if defined(ATTNDEV_TC_HOST_SIM)
 // The includer has defined the primitives (test/cuda/tc_host_sim.hpp).
 #else
 #include "cuda/flash2_tc_primitives.cuh"
+#endif
+
+// A loop nvcc must unroll (register-resident fragments indexed by its counter); the host
+// simulation's compilers unroll as they see fit.
+#if defined(__CUDACC__)
+#define ATTNDEV_TC_UNROLL _Pragma("unroll")
+#else
+#define ATTNDEV_TC_UNROLL
 #endif
 
 namespace attndev::cuda::tc {
@@ -59,6 +70,45 @@ struct ElementOf<MatElement::bf16> {
 template <>
 struct ElementOf<MatElement::fp16> {
   using Type = HalfType;
+};
+
+// The arithmetic model of the online softmax's named steps (attention/rows/softmax.hpp; the
+// interface of rows/arith.hpp): fp32 registers, one IEEE operation each, CUDA's exp2f and
+// expf, FFMA where a step is fused. Every stage is fp32 here (the kernel-bf16/fp16 policies'
+// stats and accumulators), so the `where` of each operation rounds nothing more.
+struct TcArith {
+  using Value = float;
+  template <class W>
+  ATTNDEV_HD float add(W, float x, float y) const {
+    return x + y;
+  }
+  template <class W>
+  ATTNDEV_HD float sub(W, float x, float y) const {
+    return x - y;
+  }
+  template <class W>
+  ATTNDEV_HD float mul(W, float x, float y) const {
+    return x * y;
+  }
+  template <class W>
+  ATTNDEV_HD float div(W, float x, float y) const {
+    return x / y;
+  }
+  ATTNDEV_HD float mac(attention::rows::Stage, float acc, float x, float y) const {
+    return fmaf(x, y, acc);
+  }
+  template <class W>
+  ATTNDEV_HD float mul_sub(W, float x, float y, float z) const {
+    return fmaf(x, y, -z);
+  }
+  template <class W>
+  ATTNDEV_HD float exp(W, float x) const {  // the tensor form's; never taken here
+    return expf(x);
+  }
+  template <class W>
+  ATTNDEV_HD float exp2(W, float x) const {
+    return exp2f(x);
+  }
 };
 
 template <class T>
@@ -113,6 +163,8 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
   constexpr int kNTiles = kBN / 8;   // n8 tiles of S
   constexpr int kDTiles = kD / 8;    // n8 tiles of O
   constexpr float kNegInf = -INFINITY;
+  using Softmax = attention::rows::OnlineSoftmax<TcArith>;
+  const TcArith arith{};
 
   T* q_s = reinterpret_cast<T*>(smem_raw);  // (kBM, kStride)
   T* k_s = q_s + L::kQElems;                // (2, kBN, kStride)
@@ -144,12 +196,11 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
   cp_async_commit();
 
   float acc[kMT][kDTiles][4] = {};  // O, unnormalized, fp32
-  float row_max[kMT][2], row_sum[kMT][2];
+  // Row statistics (m, and this thread's share of l, quad-reduced at the end) for the two rows
+  // of each m16 slice; scalars after unrolling, as FA-2's row_max/row_sum registers.
+  Softmax softmax[kMT][2];
   for (int t = 0; t < kMT; ++t) {
-    for (int r = 0; r < 2; ++r) {
-      row_max[t][r] = kNegInf;
-      row_sum[t][r] = 0.f;  // this thread's share of l (quad-reduced at the end)
-    }
+    for (int r = 0; r < 2; ++r) softmax[t][r].scale_log2 = p.scale_log2;
   }
   auto row_of = [&](int t, int r) { return m0 + warp_row0 + t * 16 + group + 8 * r; };
 
@@ -204,33 +255,41 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
       }
     }
 
-    // Online softmax, per row r of each m16 slice t (c = 2r, 2r + 1 in each n-tile).
+    // Online softmax, per row r of each m16 slice t (c = 2r, 2r + 1 in each n-tile), through
+    // OnlineSoftmax's named steps with their -inf guard. The block max is reduced with fmaxf
+    // (FMNMX) rather than rows::block_max's compare-and-select: both skip a NaN and they differ
+    // only in the sign of a zero max, which reaches no output (exp2 of +-0 is 1; +-0 + log l).
+    // Unrolled by request: with kMTiles = 2 nvcc's unroller otherwise leaves this nest a loop,
+    // and the indexed fragments s, acc and softmax move to local memory (864 B of stack at
+    // d = 128, Br = 128).
+    ATTNDEV_TC_UNROLL
     for (int t = 0; t < kMT; ++t) {
+      ATTNDEV_TC_UNROLL
       for (int r = 0; r < 2; ++r) {
-        float mx = row_max[t][r];
+        Softmax& sm = softmax[t][r];
+        float mx = kNegInf;
         for (int nt = 0; nt < kNTiles; ++nt)
           mx = fmaxf(mx, fmaxf(s[t][nt][2 * r], s[t][nt][2 * r + 1]));
         mx = fmaxf(mx, shfl_xor(mx, 1));
         mx = fmaxf(mx, shfl_xor(mx, 2));
-        // A row that has seen only masked columns keeps max -inf; using 0 as the subtrahend
-        // makes every p = exp2(-inf) = 0 instead of exp2(-inf - -inf) = NaN.
-        const float max_scaled = mx == kNegInf ? 0.f : mx * p.scale_log2;
-        // (m_old - m_new) first, as FA-2 does: exactly 0 -> alpha exactly 1 when the max did not
-        // move (a fused m_old*c - m_new*c would leave the product's rounding error instead).
-        // m_old = -inf gives alpha = 0; a row still at -inf keeps alpha = 1 (its l and O are 0).
-        const float alpha = mx == kNegInf ? 1.f : exp2f((row_max[t][r] - mx) * p.scale_log2);
-        row_max[t][r] = mx;
+        // The guard: a row none of whose scores so far is above -inf adds nothing (p = 0 for the
+        // P V mma the warp runs anyway); its l, m and O stay 0, -inf and 0.
+        const bool adds = sm.rescale_max(arith, mx);
+        // The row sum is split over the quad, so this thread sums its p from 0 and merges the
+        // sum in one FFMA (merge_block_sum) instead of rescale's l *= alpha and accumulate.
         float sum = 0.f;
         for (int nt = 0; nt < kNTiles; ++nt) {
           for (int c = 2 * r; c < 2 * r + 2; ++c) {
-            s[t][nt][c] = exp2f(fmaf(s[t][nt][c], p.scale_log2, -max_scaled));
-            sum += s[t][nt][c];
+            s[t][nt][c] = adds ? sm.prob_kernel_form(arith, s[t][nt][c]) : 0.f;
+            sum = arith.add(attention::rows::Held{attention::rows::Stage::stats}, sum, s[t][nt][c]);
           }
         }
-        row_sum[t][r] = fmaf(row_sum[t][r], alpha, sum);
-        for (int dt = 0; dt < kDTiles; ++dt) {
-          acc[t][dt][2 * r] *= alpha;
-          acc[t][dt][2 * r + 1] *= alpha;
+        if (adds) {
+          sm.merge_block_sum(arith, sum);
+          for (int dt = 0; dt < kDTiles; ++dt) {
+            acc[t][dt][2 * r] = sm.rescaled_o(arith, acc[t][dt][2 * r]);
+            acc[t][dt][2 * r + 1] = sm.rescaled_o(arith, acc[t][dt][2 * r + 1]);
+          }
         }
       }
     }
@@ -269,23 +328,25 @@ ATTNDEV_TC_FN void flash2_tc_cta(const Params<typename ElementOf<Tag::kElement>:
   cp_async_wait<0>();
   sync_cta();
 
-  // Epilogue: l = quad sum; O = acc / l rounded once to the output type; fully masked rows
-  // (l == 0) are defined as O = 0, lse = -inf. Stage this warp's rows in its own Q rows.
+  // Epilogue: l = quad sum; O = acc * (1/l) rounded once to the output type; a row that never
+  // passed the guard (l == 0) is O = 0, lse = -inf (finish leaves inv_l at 0). Stage this warp's
+  // rows in its own Q rows.
   T* o_s = q_s;  // (kBM, kStride)
   for (int t = 0; t < kMT; ++t) {
     for (int r = 0; r < 2; ++r) {
-      float l = row_sum[t][r];
-      l += shfl_xor(l, 1);
-      l += shfl_xor(l, 2);
-      const float inv_l = l == 0.f ? 0.f : 1.f / l;
+      Softmax& sm = softmax[t][r];
+      sm.l += shfl_xor(sm.l, 1);
+      sm.l += shfl_xor(sm.l, 2);
+      float inv_l = 0.f;
+      const bool seen = sm.finish(arith, inv_l);
       T* o_row = o_s + (warp_row0 + t * 16 + group + 8 * r) * L::kStride;  // (d)
       for (int dt = 0; dt < kDTiles; ++dt)
         st_shared_u32(o_row + dt * 8 + quad_lane * 2,
                       pack2<T>(acc[t][dt][2 * r] * inv_l, acc[t][dt][2 * r + 1] * inv_l));
+      // The lse in fp32 (it is stored as fp32), not OnlineSoftmax::lse's double.
       const int row = row_of(t, r);
       if (quad_lane == 0 && row < p.seq_q)
-        st_global_f32(p.lse + head * p.seq_q + row,
-                      l == 0.f ? kNegInf : row_max[t][r] * p.scale + logf(l));
+        st_global_f32(p.lse + head * p.seq_q + row, seen ? sm.m * p.scale + logf(sm.l) : kNegInf);
     }
   }
   sync_warp();

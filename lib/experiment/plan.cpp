@@ -155,7 +155,9 @@ double plan_size_bound(const Config& config) {
   return n;
 }
 
-Plan make_plan(const Config& config) {
+namespace {
+
+void check_plan_size(const Config& config) {
   const double bound = plan_size_bound(config);
   if (bound > kMaxPlanPoints) {
     char count[32];
@@ -165,98 +167,118 @@ Plan make_plan(const Config& config) {
                                   std::to_string(static_cast<long long>(kMaxPlanPoints)) +
                                   "; use zip groups or split the experiment into several configs");
   }
-  Plan plan;
-  for (const AxisValues& a : config.axes)
-    if (a.values.size() > 1) plan.varying_axes.push_back(a.name);
+}
 
-  const std::vector<Dimension> dims = dimensions(config);
-  FileShapes files(config);
-  std::vector<ResolvedConstraint> constraints;
-  for (const Constraint& c : config.constraints)
-    constraints.push_back({&c, c.lhs.empty() ? nullptr : integer_member(c.lhs),
-                           c.rhs.empty() ? nullptr : integer_member(c.rhs)});
-  // Trial 0's points are built in place, one per kept combination; `prefixes` keeps what the
-  // other trials need to derive their ids.
-  const auto combinations = static_cast<std::size_t>(plan_size_bound(config)) / config.seeds.size();
-  plan.points.reserve(combinations);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> prefixes;  // (id, input key) per point
-  prefixes.reserve(combinations);
-  // Axis values are distinct within each axis (the config checks), so two combinations can
-  // coincide only through seq_len_kv's "seq_len" beside explicit lengths. Then each is looked up
-  // among the kept ones by the hash of its canonical text (a search through all earlier ones made
-  // expansion quadratic: 10^6 points never finished).
-  const AxisValues& kv = config.axis("seq_len_kv");
-  const auto same = [](const AxisValue& v) { return std::holds_alternative<SameAsSeqLen>(v); };
-  const bool may_repeat = std::any_of(kv.values.begin(), kv.values.end(), same) &&
-                          !std::all_of(kv.values.begin(), kv.values.end(), same);
-  std::unordered_multimap<std::uint64_t, std::size_t> seen;  // id prefix -> point index
+// The axes of the combination `digit` (one value index per dimension), resolved, with the
+// shape of an inputs file filled in.
+PointAxes combination_axes(const std::vector<Dimension>& dims,
+                           const std::vector<std::size_t>& digit, FileShapes& files) {
+  PointAxes axes;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    for (const AxisValues* a : dims[d].axes) set_axis(axes, a->name, a->values[digit[d]]);
+  resolve_axes(axes);
+  if (axes.from_file()) {
+    const attention::Shape& shape = files.shape_of(axes.inputs.path);
+    axes.batch = shape.batch;
+    axes.heads = shape.heads;
+    axes.seq_len = shape.seq_q;
+    axes.seq_len_kv = shape.seq_kv;
+    axes.head_dim = shape.head_dim;
+  }
+  return axes;
+}
 
-  std::vector<std::size_t> digit(dims.size(), 0);
-  for (bool done = false; !done;) {
-    PointAxes axes;
-    for (std::size_t d = 0; d < dims.size(); ++d)
-      for (const AxisValues* a : dims[d].axes) set_axis(axes, a->name, a->values[digit[d]]);
-    resolve_axes(axes);
-    if (axes.from_file()) {
-      const attention::Shape& shape = files.shape_of(axes.inputs.path);
-      axes.batch = shape.batch;
-      axes.heads = shape.heads;
-      axes.seq_len = shape.seq_q;
-      axes.seq_len_kv = shape.seq_kv;
-      axes.head_dim = shape.head_dim;
-    }
+// Odometer, last dimension fastest; false after the last combination.
+bool next_combination(const std::vector<Dimension>& dims, std::vector<std::size_t>& digit) {
+  for (std::size_t d = dims.size(); d > 0; --d) {
+    if (++digit[d - 1] < dims[d - 1].size) return true;
+    digit[d - 1] = 0;
+  }
+  return false;
+}
+
+// Trial 0's points, built in place, one per kept combination; `prefixes` keeps what the other
+// trials need to derive their ids.
+class TrialZero {
+ public:
+  TrialZero(const Config& config, Plan& plan) : config_(config), plan_(plan) {
+    for (const Constraint& c : config.constraints)
+      constraints_.push_back({&c, c.lhs.empty() ? nullptr : integer_member(c.lhs),
+                              c.rhs.empty() ? nullptr : integer_member(c.rhs)});
+    const auto combinations =
+        static_cast<std::size_t>(plan_size_bound(config)) / config.seeds.size();
+    plan_.points.reserve(combinations);
+    prefixes_.reserve(combinations);
+    // Axis values are distinct within each axis (the config checks), so two combinations can
+    // coincide only through seq_len_kv's "seq_len" beside explicit lengths. Then each is looked
+    // up among the kept ones by the hash of its canonical text (a search through all earlier
+    // ones made expansion quadratic: 10^6 points never finished).
+    const AxisValues& kv = config.axis("seq_len_kv");
+    const auto same = [](const AxisValue& v) { return std::holds_alternative<SameAsSeqLen>(v); };
+    may_repeat_ = std::any_of(kv.values.begin(), kv.values.end(), same) &&
+                  !std::all_of(kv.values.begin(), kv.values.end(), same);
+  }
+
+  // One combination: skipped (a constraint, or a repeat) or kept as the next point.
+  void add(PointAxes axes) {
     const auto violated =
-        std::find_if(constraints.begin(), constraints.end(),
+        std::find_if(constraints_.begin(), constraints_.end(),
                      [&](const ResolvedConstraint& c) { return !holds(c, axes); });
-    if (violated != constraints.end()) {
-      plan.skipped.push_back({axes, violated->constraint->reason});
-    } else {
-      const std::uint64_t id_prefix = axes_prefix(axes.canonical_text(/*tiles=*/true));
-      const auto [first, last] = seen.equal_range(id_prefix);
-      const bool repeat = may_repeat && std::any_of(first, last, [&](const auto& entry) {
-                            return plan.points[entry.second].axes == axes;
-                          });
-      if (repeat) {
-        // e.g. seq_len_kv: ["seq_len", 512] with seq_len 512 names one point twice.
-        plan.skipped.push_back({axes, "same axis values as an earlier point"});
-      } else {
-        if (may_repeat) seen.emplace(id_prefix, plan.points.size());
-        Point p;
-        p.axes = std::move(axes);
-        p.seed = config.seeds[0];
-        p.trial = 0;
-        p.index = plan.points.size();
-        const std::uint64_t input_prefix = axes_prefix(p.axes.canonical_text(/*tiles=*/false));
-        p.id = with_seed(id_prefix, p.seed);
-        p.input_key = with_seed(input_prefix, p.seed);
-        plan.points.push_back(std::move(p));
-        prefixes.emplace_back(id_prefix, input_prefix);
-      }
+    if (violated != constraints_.end()) {
+      plan_.skipped.push_back({axes, violated->constraint->reason});
+      return;
     }
-    // Odometer, last dimension fastest.
-    std::size_t d = dims.size();
-    for (;;) {
-      if (d == 0) {
-        done = true;
-        break;
-      }
-      --d;
-      if (++digit[d] < dims[d].size) break;
-      digit[d] = 0;
+    const std::uint64_t id_prefix = axes_prefix(axes.canonical_text(/*tiles=*/true));
+    const auto [first, last] = seen_.equal_range(id_prefix);
+    const bool repeat = may_repeat_ && std::any_of(first, last, [&](const auto& entry) {
+                          return plan_.points[entry.second].axes == axes;
+                        });
+    if (repeat) {
+      // e.g. seq_len_kv: ["seq_len", 512] with seq_len 512 names one point twice.
+      plan_.skipped.push_back({axes, "same axis values as an earlier point"});
+      return;
     }
+    if (may_repeat_) seen_.emplace(id_prefix, plan_.points.size());
+    Point p;
+    p.axes = std::move(axes);
+    p.seed = config_.seeds[0];
+    p.trial = 0;
+    p.index = plan_.points.size();
+    const std::uint64_t input_prefix = axes_prefix(p.axes.canonical_text(/*tiles=*/false));
+    p.id = with_seed(id_prefix, p.seed);
+    p.input_key = with_seed(input_prefix, p.seed);
+    plan_.points.push_back(std::move(p));
+    prefixes_.emplace_back(id_prefix, input_prefix);
   }
-  seen.clear();
-  if (plan.points.empty()) {
-    std::string reasons;
-    std::map<std::string, int> counts;
-    for (const SkippedPoint& s : plan.skipped) ++counts[s.reason];
-    for (const auto& [reason, n] : counts)
-      reasons += (reasons.empty() ? "" : "; ") + reason + " (" + std::to_string(n) + ")";
-    throw ConfigError("constraints",
-                      "the constraints exclude every point, so nothing would run: " + reasons +
-                          ". Check that they do not contradict each other or the axes");
+
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> take_prefixes() {
+    return std::move(prefixes_);
   }
-  // Trials outermost: a run stopped early has covered every configuration at the first seed.
+
+ private:
+  const Config& config_;
+  Plan& plan_;
+  std::vector<ResolvedConstraint> constraints_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> prefixes_;  // (id, input key) per point
+  bool may_repeat_ = false;
+  std::unordered_multimap<std::uint64_t, std::size_t> seen_;  // id prefix -> point index
+};
+
+void check_not_empty(const Plan& plan) {
+  if (!plan.points.empty()) return;
+  std::string reasons;
+  std::map<std::string, int> counts;
+  for (const SkippedPoint& s : plan.skipped) ++counts[s.reason];
+  for (const auto& [reason, n] : counts)
+    reasons += (reasons.empty() ? "" : "; ") + reason + " (" + std::to_string(n) + ")";
+  throw ConfigError("constraints",
+                    "the constraints exclude every point, so nothing would run: " + reasons +
+                        ". Check that they do not contradict each other or the axes");
+}
+
+// Trials outermost: a run stopped early has covered every configuration at the first seed.
+void add_trials(const Config& config,
+                const std::vector<std::pair<std::uint64_t, std::uint64_t>>& prefixes, Plan& plan) {
   const std::size_t kept = plan.points.size();
   plan.points.reserve(kept * config.seeds.size());
   for (std::size_t t = 1; t < config.seeds.size(); ++t) {
@@ -270,6 +292,29 @@ Plan make_plan(const Config& config) {
       plan.points.push_back(std::move(p));
     }
   }
+}
+
+}  // namespace
+
+Plan make_plan(const Config& config) {
+  check_plan_size(config);
+  Plan plan;
+  for (const AxisValues& a : config.axes)
+    if (a.values.size() > 1) plan.varying_axes.push_back(a.name);
+
+  const std::vector<Dimension> dims = dimensions(config);
+  FileShapes files(config);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> prefixes;
+  {
+    TrialZero trial_zero(config, plan);
+    std::vector<std::size_t> digit(dims.size(), 0);
+    do {
+      trial_zero.add(combination_axes(dims, digit, files));
+    } while (next_combination(dims, digit));
+    prefixes = trial_zero.take_prefixes();
+  }
+  check_not_empty(plan);
+  add_trials(config, prefixes, plan);
   return plan;
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "io/tensor_file.hpp"
+#include "io/tensor_codec.hpp"
 
 namespace attndev::io {
 

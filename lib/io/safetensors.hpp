@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "io/tensor_file.hpp"
+#include "io/tensor_codec.hpp"
 
 namespace attndev::io {
 

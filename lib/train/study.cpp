@@ -198,23 +198,43 @@ RunResult run_single(const TrainConfig& cfg, const Corpus& corpus, const StudyOp
   return r;
 }
 
-StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
-  StudyResult result;
-  const int reps = study.replicates;
-  std::map<std::string, Corpus> corpora;  // by text path / corpus name: load each once
-  auto corpus_key = [&](const TrainConfig& c) {
-    if (!options.text.empty()) return "file:" + options.text;
-    if (!options.corpus.empty()) return "corpus:" + options.corpus;
-    return c.text.empty() ? "corpus:" + c.corpus : "file:" + c.text;
-  };
-  for (const TrainConfig& cfg : study.runs)
-    if (!corpora.count(corpus_key(cfg)))
-      corpora.emplace(corpus_key(cfg), load_run_corpus(cfg, options));
+namespace {
 
-  // runs[r][name], configs[r][name]
-  std::vector<std::map<std::string, RunResult>> runs(static_cast<std::size_t>(reps));
-  std::vector<std::map<std::string, TrainConfig>> configs(static_cast<std::size_t>(reps));
+// A study's trained runs: runs[r][name] and configs[r][name] per replicate r.
+struct StudyRuns {
+  std::vector<std::map<std::string, RunResult>> runs;
+  std::vector<std::map<std::string, TrainConfig>> configs;
   bool any_shadow = false;
+};
+
+// pair -> step -> replicate -> rows (per tensor, "all" last)
+using PairDistances =
+    std::map<std::string, std::map<int, std::map<int, std::vector<WeightDistance>>>>;
+// name -> step -> the "all" row's statistics over replicates
+using PooledStats = std::map<std::string, std::map<int, ReplicateStats>>;
+
+// Every corpus the runs train on, by text path / corpus name: each loaded once.
+std::string corpus_key(const TrainConfig& c, const StudyOptions& options) {
+  if (!options.text.empty()) return "file:" + options.text;
+  if (!options.corpus.empty()) return "corpus:" + options.corpus;
+  return c.text.empty() ? "corpus:" + c.corpus : "file:" + c.text;
+}
+
+std::map<std::string, Corpus> load_corpora(const StudyConfig& study, const StudyOptions& options) {
+  std::map<std::string, Corpus> corpora;
+  for (const TrainConfig& cfg : study.runs)
+    if (!corpora.count(corpus_key(cfg, options)))
+      corpora.emplace(corpus_key(cfg, options), load_run_corpus(cfg, options));
+  return corpora;
+}
+
+// Trains every run of every replicate into its folder; the files go into result.files.
+StudyRuns train_runs(const StudyConfig& study, const StudyOptions& options, StudyResult& result) {
+  const std::map<std::string, Corpus> corpora = load_corpora(study, options);
+  const int reps = study.replicates;
+  StudyRuns out;
+  out.runs.resize(static_cast<std::size_t>(reps));
+  out.configs.resize(static_cast<std::size_t>(reps));
   for (int r = 0; r < reps; ++r) {
     for (const TrainConfig& base : study.runs) {
       const TrainConfig cfg = replicate_of(base, r, study.replicate_seed_stride);
@@ -225,28 +245,33 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
                          : std::string(),
                 cfg.name, precision_name(cfg.precision), attention::algorithm_name(cfg.algorithm),
                 config::policy_label(cfg.policy), cfg.seed, cfg.data_seed);
-      runs[r][cfg.name] = run_single(cfg, corpora.at(corpus_key(cfg)), options, dir);
-      configs[r][cfg.name] = cfg;
+      out.runs[r][cfg.name] = run_single(cfg, corpora.at(corpus_key(cfg, options)), options, dir);
+      out.configs[r][cfg.name] = cfg;
       const std::string rel = std::filesystem::relative(dir, options.out_dir).generic_string();
       result.files.push_back(rel + "/loss.csv");
       result.files.push_back(rel + "/run.json");
       if (!cfg.shadows.empty()) {
-        any_shadow = true;
+        out.any_shadow = true;
         result.files.push_back(rel + "/in_model.csv");
         result.files.push_back(rel + "/in_model.md");
       }
     }
   }
+  return out;
+}
 
-  // Distances at every step that both runs of a pair snapshotted, read back from the files.
+// Distances at every step that both runs of a pair snapshotted, read back from the files;
+// writes weights_comparison.csv.
+PairDistances compare_pairs(const StudyConfig& study, const StudyOptions& options,
+                            const StudyRuns& trained, StudyResult& result) {
+  const int reps = study.replicates;
   std::string csv = io::csv_record({"step", "replicate", "pair", "kind", "run_a", "run_b", "seed_a",
                                     "seed_b", "tensor", "w1", "max_abs_diff"});
-  // pair -> step -> replicate -> rows (per tensor, "all" last)
-  std::map<std::string, std::map<int, std::map<int, std::vector<WeightDistance>>>> by_pair;
+  PairDistances by_pair;
   for (int r = 0; r < reps; ++r) {
     for (const PairSpec& p : study.pairs) {
-      const RunResult& ra = runs[r].at(p.a);
-      const RunResult& rb = runs[r].at(p.b);
+      const RunResult& ra = trained.runs[r].at(p.a);
+      const RunResult& rb = trained.runs[r].at(p.b);
       const std::set<int> steps_b(rb.snapshot_steps.begin(), rb.snapshot_steps.end());
       for (int step : ra.snapshot_steps) {
         if (!steps_b.count(step)) continue;
@@ -257,9 +282,9 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
         std::vector<WeightDistance> rows = compare_weights(ta.tensors, tb.tensors);
         for (const WeightDistance& d : rows) {
           csv += io::csv_record({std::to_string(step), std::to_string(r), p.name, p.kind, p.a, p.b,
-                                 std::to_string(configs[r].at(p.a).seed),
-                                 std::to_string(configs[r].at(p.b).seed), d.tensor, fmt(d.w1),
-                                 fmt(d.max_abs)});
+                                 std::to_string(trained.configs[r].at(p.a).seed),
+                                 std::to_string(trained.configs[r].at(p.b).seed), d.tensor,
+                                 fmt(d.w1), fmt(d.max_abs)});
           ++result.compared_rows;
         }
         by_pair[p.name][step][r] = std::move(rows);
@@ -268,15 +293,13 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
   }
   io::write_file_atomic(options.out_dir / "weights_comparison.csv", csv);
   result.files.push_back("weights_comparison.csv");
+  return by_pair;
+}
 
-  std::set<int> all_steps;
-  for (const auto& [name, steps] : by_pair)
-    for (const auto& [step, per_rep] : steps) all_steps.insert(step);
-
-  // Pair W1 over replicates.
-  std::string pair_stats = io::csv_record(
+// Pair W1 over replicates: pair_stats.csv's text; the "all" rows into `pooled`.
+std::string pair_stats_csv(const StudyConfig& study, PairDistances& by_pair, PooledStats& pooled) {
+  std::string csv = io::csv_record(
       {"step", "pair", "kind", "tensor", "replicates", "w1_mean", "w1_std", "w1_min", "w1_max"});
-  std::map<std::string, std::map<int, ReplicateStats>> pooled_pair;  // pair -> step -> "all"
   for (const PairSpec& p : study.pairs) {
     for (const auto& [step, per_rep] : by_pair[p.name]) {
       const std::size_t tensors = per_rep.begin()->second.size();
@@ -284,53 +307,73 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
         std::vector<double> w1;
         for (const auto& [r, rows] : per_rep) w1.push_back(rows[t].w1);
         const ReplicateStats st = replicate_stats(w1);
-        pair_stats += io::csv_record({std::to_string(step), p.name, p.kind,
-                                      per_rep.begin()->second[t].tensor, std::to_string(st.n),
-                                      fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max)});
-        if (t + 1 == tensors) pooled_pair[p.name][step] = st;
+        csv += io::csv_record({std::to_string(step), p.name, p.kind,
+                               per_rep.begin()->second[t].tensor, std::to_string(st.n),
+                               fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max)});
+        if (t + 1 == tensors) pooled[p.name][step] = st;
       }
     }
   }
+  return csv;
+}
 
-  // Ratios per replicate (both W1 from the same replicate), then over replicates.
-  std::string ratios = io::csv_record(
+struct RatioTables {
+  std::string ratios;       // ratios.csv: per replicate
+  std::string ratio_stats;  // ratio_stats.csv: over replicates
+  PooledStats pooled;       // the "all" rows
+};
+
+// One ratio at one step: per replicate (both W1 from the same replicate), then over replicates.
+void add_ratio_step(const RatioSpec& rs, int step, int reps, const PairDistances::mapped_type& num,
+                    const PairDistances::mapped_type& den, RatioTables& out) {
+  std::vector<std::vector<double>> per_tensor;  // tensor -> replicate values
+  std::vector<std::string> names;
+  for (int r = 0; r < reps; ++r) {
+    if (!num.at(step).count(r) || !den.at(step).count(r)) continue;
+    const auto& n_rows = num.at(step).at(r);
+    const auto& d_rows = den.at(step).at(r);
+    per_tensor.resize(n_rows.size());
+    names.resize(n_rows.size());
+    for (std::size_t t = 0; t < n_rows.size() && t < d_rows.size(); ++t) {
+      const double ratio = ratio_of(n_rows[t].w1, d_rows[t].w1);
+      out.ratios +=
+          io::csv_record({std::to_string(step), std::to_string(r), rs.name, n_rows[t].tensor,
+                          fmt(n_rows[t].w1), fmt(d_rows[t].w1), fmt(ratio)});
+      per_tensor[t].push_back(ratio);
+      names[t] = n_rows[t].tensor;
+    }
+  }
+  for (std::size_t t = 0; t < per_tensor.size(); ++t) {
+    const ReplicateStats st = replicate_stats(per_tensor[t]);
+    out.ratio_stats +=
+        io::csv_record({std::to_string(step), rs.name, names[t], std::to_string(st.n), fmt(st.mean),
+                        fmt(st.std), fmt(st.min), fmt(st.max)});
+    if (t + 1 == per_tensor.size()) out.pooled[rs.name][step] = st;
+  }
+}
+
+RatioTables ratio_tables(const StudyConfig& study, PairDistances& by_pair,
+                         const std::set<int>& all_steps) {
+  RatioTables out;
+  out.ratios = io::csv_record(
       {"step", "replicate", "ratio_name", "tensor", "numerator_w1", "denominator_w1", "ratio"});
-  std::string ratio_stats =
+  out.ratio_stats =
       io::csv_record({"step", "ratio_name", "tensor", "replicates", "mean", "std", "min", "max"});
-  std::map<std::string, std::map<int, ReplicateStats>> pooled_ratio;  // ratio -> step -> "all"
   for (const RatioSpec& rs : study.ratios) {
     for (int step : all_steps) {
       const auto& num = by_pair[rs.numerator];
       const auto& den = by_pair[rs.denominator];
       if (!num.count(step) || !den.count(step)) continue;
-      std::vector<std::vector<double>> per_tensor;  // tensor -> replicate values
-      std::vector<std::string> names;
-      for (int r = 0; r < reps; ++r) {
-        if (!num.at(step).count(r) || !den.at(step).count(r)) continue;
-        const auto& n_rows = num.at(step).at(r);
-        const auto& d_rows = den.at(step).at(r);
-        per_tensor.resize(n_rows.size());
-        names.resize(n_rows.size());
-        for (std::size_t t = 0; t < n_rows.size() && t < d_rows.size(); ++t) {
-          const double ratio = ratio_of(n_rows[t].w1, d_rows[t].w1);
-          ratios +=
-              io::csv_record({std::to_string(step), std::to_string(r), rs.name, n_rows[t].tensor,
-                              fmt(n_rows[t].w1), fmt(d_rows[t].w1), fmt(ratio)});
-          per_tensor[t].push_back(ratio);
-          names[t] = n_rows[t].tensor;
-        }
-      }
-      for (std::size_t t = 0; t < per_tensor.size(); ++t) {
-        const ReplicateStats st = replicate_stats(per_tensor[t]);
-        ratio_stats +=
-            io::csv_record({std::to_string(step), rs.name, names[t], std::to_string(st.n),
-                            fmt(st.mean), fmt(st.std), fmt(st.min), fmt(st.max)});
-        if (t + 1 == per_tensor.size()) pooled_ratio[rs.name][step] = st;
-      }
+      add_ratio_step(rs, step, study.replicates, num, den, out);
     }
   }
+  return out;
+}
 
-  std::ostringstream md;
+// summary.md: the header and the table of runs.
+void markdown_runs(std::ostringstream& md, const StudyConfig& study, const StudyOptions& options,
+                   const StudyRuns& trained) {
+  const int reps = study.replicates;
   md << "# Weight-deviation study: " << study.name << "\n\n";
   if (!study.description.empty()) md << study.description << "\n\n";
   md << "Command: `" << options.command_line << "`\n\n";
@@ -344,8 +387,8 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
      << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (int r = 0; r < reps; ++r) {
     for (const TrainConfig& base : study.runs) {
-      const TrainConfig& cfg = configs[r].at(base.name);
-      const RunResult& rr = runs[r].at(base.name);
+      const TrainConfig& cfg = trained.configs[r].at(base.name);
+      const RunResult& rr = trained.runs[r].at(base.name);
       md << "| " << cfg.name << " | " << r << " | " << precision_name(cfg.precision) << " | "
          << attention::algorithm_name(cfg.algorithm) << " | " << config::policy_label(cfg.policy)
          << " | " << cfg.seed << " | " << cfg.data_seed << " | " << cfg.steps << " | "
@@ -353,6 +396,13 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
          << " | " << fmt(rr.seconds) << " |\n";
     }
   }
+}
+
+// summary.md: pooled W1 of every pair and every ratio per snapshot step.
+void markdown_pooled(std::ostringstream& md, const StudyConfig& study,
+                     const std::set<int>& all_steps, PooledStats& pooled_pair,
+                     PooledStats& pooled_ratio) {
+  const int reps = study.replicates;
   md << "\n## W1 of all weights pooled, per snapshot step"
      << (reps > 1 ? " (over " + std::to_string(reps) + " replicates)" : std::string())
      << "\n\n| step |";
@@ -373,86 +423,118 @@ StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
     }
     md << "\n";
   }
-  if (!all_steps.empty() && !study.pairs.empty()) {
-    const int last = *all_steps.rbegin();
-    md << "\n## Per tensor at step " << last << ": W1 / max|diff|"
-       << (reps > 1 ? " (mean over replicates)" : "") << "\n\n| tensor |";
-    for (const PairSpec& p : study.pairs) md << " " << p.name << " |";
-    md << "\n|---|";
-    for (std::size_t i = 0; i < study.pairs.size(); ++i) md << "---|";
+}
+
+// summary.md: W1 / max|diff| per tensor at the last step, mean over replicates.
+void markdown_per_tensor(std::ostringstream& md, const StudyConfig& study,
+                         const std::set<int>& all_steps, PairDistances& by_pair) {
+  if (all_steps.empty() || study.pairs.empty()) return;
+  const int last = *all_steps.rbegin();
+  md << "\n## Per tensor at step " << last << ": W1 / max|diff|"
+     << (study.replicates > 1 ? " (mean over replicates)" : "") << "\n\n| tensor |";
+  for (const PairSpec& p : study.pairs) md << " " << p.name << " |";
+  md << "\n|---|";
+  for (std::size_t i = 0; i < study.pairs.size(); ++i) md << "---|";
+  md << "\n";
+  const auto& first = by_pair[study.pairs.front().name];
+  if (!first.count(last)) return;
+  const std::size_t tensors = first.at(last).begin()->second.size();
+  for (std::size_t t = 0; t < tensors; ++t) {
+    md << "| " << first.at(last).begin()->second[t].tensor << " |";
+    for (const PairSpec& p : study.pairs) {
+      const auto& steps = by_pair[p.name];
+      if (!steps.count(last)) {
+        md << " - |";
+        continue;
+      }
+      double w1 = 0, max_abs = 0;
+      for (const auto& [r, rows] : steps.at(last)) {
+        w1 += rows[t].w1 / double(steps.at(last).size());
+        max_abs += rows[t].max_abs / double(steps.at(last).size());
+      }
+      md << " " << fmt(w1) << " / " << fmt(max_abs) << " |";
+    }
     md << "\n";
-    const auto& first = by_pair[study.pairs.front().name];
-    if (first.count(last)) {
-      const std::size_t tensors = first.at(last).begin()->second.size();
-      for (std::size_t t = 0; t < tensors; ++t) {
-        md << "| " << first.at(last).begin()->second[t].tensor << " |";
-        for (const PairSpec& p : study.pairs) {
-          const auto& steps = by_pair[p.name];
-          if (!steps.count(last)) {
-            md << " - |";
-            continue;
-          }
-          double w1 = 0, max_abs = 0;
-          for (const auto& [r, rows] : steps.at(last)) {
-            w1 += rows[t].w1 / double(steps.at(last).size());
-            max_abs += rows[t].max_abs / double(steps.at(last).size());
-          }
-          md << " " << fmt(w1) << " / " << fmt(max_abs) << " |";
-        }
-        md << "\n";
-      }
+  }
+}
+
+// summary.md's rows of one shadowed run: (step, layer, variant) over replicates; its replicates'
+// in_model.csv appended to `merged` (header once).
+void markdown_in_model_run(std::ostringstream& md, const TrainConfig& base, int reps,
+                           const StudyOptions& options, const StudyRuns& trained,
+                           std::string& merged) {
+  // (step, layer, variant) -> per replicate (max, mean, ratio); order as first seen.
+  std::vector<std::tuple<int, int, std::string>> order;
+  std::map<std::tuple<int, int, std::string>, std::array<std::vector<double>, 3>> cells;
+  for (int r = 0; r < reps; ++r) {
+    const std::filesystem::path f =
+        run_folder(options.out_dir, reps, r, base.name) / "in_model.csv";
+    const std::string text = read_text_file(f);
+    const std::size_t eol = text.find('\n');
+    if (merged.empty()) merged = text.substr(0, eol + 1);
+    if (eol != std::string::npos) merged += text.substr(eol + 1);
+    std::map<std::pair<int, int>, double> driver_mean;
+    for (const InModelRow& row : trained.runs[r].at(base.name).in_model)
+      if (row.driver) driver_mean[{row.step, row.layer}] = row.vs_golden.mean_abs;
+    for (const InModelRow& row : trained.runs[r].at(base.name).in_model) {
+      const auto key = std::tuple{row.step, row.layer, row.variant};
+      if (!cells.count(key)) order.push_back(key);
+      auto& c = cells[key];
+      c[0].push_back(row.vs_golden.max_abs);
+      c[1].push_back(row.vs_golden.mean_abs);
+      c[2].push_back(ratio_of(row.vs_golden.mean_abs, driver_mean[{row.step, row.layer}]));
     }
   }
-
-  if (any_shadow) {
-    // Every run's in_model.csv in one file, and the "all"-heads rows over replicates.
-    std::string merged;
-    md << "\n## In-model deviation (all heads; mean over replicates ± std)\n\n"
-       << "Each attention call of the shadow steps computed by the driving variant and every "
-          "shadow on the same Q, K, V, against the FP64 golden (in_model.csv per head).\n\n"
-       << "| run | step | layer | variant | max \\|O - golden\\| | mean \\|O - golden\\| | mean / "
-          "driver's mean |\n|---|---|---|---|---|---|---|\n";
-    for (const TrainConfig& base : study.runs) {
-      if (base.shadows.empty()) continue;
-      // (step, layer, variant) -> per replicate (max, mean, ratio); order as first seen.
-      std::vector<std::tuple<int, int, std::string>> order;
-      std::map<std::tuple<int, int, std::string>, std::array<std::vector<double>, 3>> cells;
-      for (int r = 0; r < reps; ++r) {
-        const std::filesystem::path f =
-            run_folder(options.out_dir, reps, r, base.name) / "in_model.csv";
-        const std::string text = read_text_file(f);
-        const std::size_t eol = text.find('\n');
-        if (merged.empty()) merged = text.substr(0, eol + 1);
-        if (eol != std::string::npos) merged += text.substr(eol + 1);
-        std::map<std::pair<int, int>, double> driver_mean;
-        for (const InModelRow& row : runs[r].at(base.name).in_model)
-          if (row.driver) driver_mean[{row.step, row.layer}] = row.vs_golden.mean_abs;
-        for (const InModelRow& row : runs[r].at(base.name).in_model) {
-          const auto key = std::tuple{row.step, row.layer, row.variant};
-          if (!cells.count(key)) order.push_back(key);
-          auto& c = cells[key];
-          c[0].push_back(row.vs_golden.max_abs);
-          c[1].push_back(row.vs_golden.mean_abs);
-          c[2].push_back(ratio_of(row.vs_golden.mean_abs, driver_mean[{row.step, row.layer}]));
-        }
-      }
-      for (const auto& key : order) {
-        const auto& c = cells.at(key);
-        const bool is_driver = std::get<2>(key) == driver_name(base);
-        md << "| " << base.name << " | " << std::get<0>(key) << " | " << std::get<1>(key) << " | "
-           << std::get<2>(key) << (is_driver ? " (driver)" : "") << " | "
-           << stats_cell(replicate_stats(c[0]), false) << " | "
-           << stats_cell(replicate_stats(c[1]), false) << " | "
-           << (is_driver ? "1" : stats_cell(replicate_stats(c[2]), true)) << " |\n";
-      }
-    }
-    io::write_file_atomic(options.out_dir / "in_model.csv", merged);
-    result.files.push_back("in_model.csv");
+  for (const auto& key : order) {
+    const auto& c = cells.at(key);
+    const bool is_driver = std::get<2>(key) == driver_name(base);
+    md << "| " << base.name << " | " << std::get<0>(key) << " | " << std::get<1>(key) << " | "
+       << std::get<2>(key) << (is_driver ? " (driver)" : "") << " | "
+       << stats_cell(replicate_stats(c[0]), false) << " | "
+       << stats_cell(replicate_stats(c[1]), false) << " | "
+       << (is_driver ? "1" : stats_cell(replicate_stats(c[2]), true)) << " |\n";
   }
+}
 
-  io::write_file_atomic(options.out_dir / "ratios.csv", ratios);
+// summary.md's in-model section and the study's in_model.csv (every run's, in one file).
+void in_model_section(std::ostringstream& md, const StudyConfig& study, const StudyOptions& options,
+                      const StudyRuns& trained, StudyResult& result) {
+  std::string merged;
+  md << "\n## In-model deviation (all heads; mean over replicates ± std)\n\n"
+     << "Each attention call of the shadow steps computed by the driving variant and every "
+        "shadow on the same Q, K, V, against the FP64 golden (in_model.csv per head).\n\n"
+     << "| run | step | layer | variant | max \\|O - golden\\| | mean \\|O - golden\\| | mean / "
+        "driver's mean |\n|---|---|---|---|---|---|---|\n";
+  for (const TrainConfig& base : study.runs)
+    if (!base.shadows.empty())
+      markdown_in_model_run(md, base, study.replicates, options, trained, merged);
+  io::write_file_atomic(options.out_dir / "in_model.csv", merged);
+  result.files.push_back("in_model.csv");
+}
+
+}  // namespace
+
+StudyResult run_study(const StudyConfig& study, const StudyOptions& options) {
+  StudyResult result;
+  const StudyRuns trained = train_runs(study, options, result);
+  PairDistances by_pair = compare_pairs(study, options, trained, result);
+  std::set<int> all_steps;
+  for (const auto& [name, steps] : by_pair)
+    for (const auto& [step, per_rep] : steps) all_steps.insert(step);
+
+  PooledStats pooled_pair;
+  const std::string pair_stats = pair_stats_csv(study, by_pair, pooled_pair);
+  RatioTables ratios = ratio_tables(study, by_pair, all_steps);
+
+  std::ostringstream md;
+  markdown_runs(md, study, options, trained);
+  markdown_pooled(md, study, all_steps, pooled_pair, ratios.pooled);
+  markdown_per_tensor(md, study, all_steps, by_pair);
+  if (trained.any_shadow) in_model_section(md, study, options, trained, result);
+
+  io::write_file_atomic(options.out_dir / "ratios.csv", ratios.ratios);
   io::write_file_atomic(options.out_dir / "pair_stats.csv", pair_stats);
-  io::write_file_atomic(options.out_dir / "ratio_stats.csv", ratio_stats);
+  io::write_file_atomic(options.out_dir / "ratio_stats.csv", ratios.ratio_stats);
   io::write_file_atomic(options.out_dir / "summary.md", md.str());
   for (const char* f : {"ratios.csv", "pair_stats.csv", "ratio_stats.csv", "summary.md"})
     result.files.push_back(f);

@@ -2,7 +2,8 @@
 // carry the -inf guards once (FlashAttention's hopper/softmax.h keeps its online softmax the same
 // way). Every backend calls these steps: the CPU generic and SIMD paths through the row functions
 // (rows/flash2.hpp, flash1.hpp, baseline.hpp), the faithful CUDA kernels through the same row
-// functions, the cuBLAS baseline's softmax kernel through RowSoftmax's steps.
+// functions, the cuBLAS baseline's softmax kernel through RowSoftmax's steps, flash2-tc's register
+// tiles through OnlineSoftmax's (lib/cuda/flash2_tc.cuh, in fp32 with CUDA's exp2f).
 //
 //   OnlineSoftmax      FA-2: running max m and running sum l. The kernel form: p = exp2 with
 //                      log2(e) folded into the scale, acc rescaled by alpha, one multiply by 1/l
@@ -43,7 +44,8 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
 //   probs       p_j = exp2(s_j * scale_log2 - m_new * scale_log2)   (one FFMA when fused)
 //   accumulate  l += p_j in order (the stats-format p, before P is cast: FA-2's row sum)
 //   rescale_o   acc *= alpha (before the block's P V joins it)
-// and at the end finish (1/l; O = acc * (1/l)) and lse.
+// and at the end finish (1/l; O = acc * (1/l)) and lse. A kernel whose row sum is split over
+// threads (flash2-tc) runs rescale_max and merge_block_sum in place of rescale and accumulate.
 // The tensor form (`tensors`: the framework model; scores already scaled, each step one tensor
 // op whose output is stored, scripts/external/torch_attention.py's fa2):
 //   rescale     m_new = max(m, block max); alpha = exp(m - m_new)
@@ -65,6 +67,13 @@ struct OnlineSoftmax {
   // add yet, and m_new - m_new would be -inf - -inf = NaN. alpha is 0 for the first block that
   // has a finite max (m == -inf; exp2(-inf) would also give 0, but the guard makes it explicit).
   ATTNDEV_HD bool rescale(const A& a, T block_max_score) {
+    if (!rescale_max(a, block_max_score)) return false;
+    if (!tensors) l = a.mul(Stage::stats, l, alpha);
+    return true;
+  }
+  // rescale without its l *= alpha (the guard, m, max_scaled and alpha), for a kernel whose
+  // threads each hold a share of the row sum and merge it with merge_block_sum (flash2-tc).
+  ATTNDEV_HD bool rescale_max(const A& a, T block_max_score) {
     const T m_new = max_like_std(m, block_max_score);
     if (m_new == neg_inf<T>()) return false;
     if (tensors) {
@@ -77,7 +86,6 @@ struct OnlineSoftmax {
         m == neg_inf<T>()
             ? T(0)
             : a.exp2(Stage::stats, a.mul(Stage::stats, a.sub(Stage::stats, m, m_new), scale_log2));
-    l = a.mul(Stage::stats, l, alpha);
     m = m_new;
     return true;
   }
@@ -106,9 +114,21 @@ struct OnlineSoftmax {
     }
     l = sum_into(a, Stage::stats, l, p, n);
   }
-  ATTNDEV_HD void rescale_o(const A& a, T* acc, int n) const {
-    for (int t = 0; t < n; ++t) acc[t] = a.mul(Stage::out_accum, acc[t], alpha);
+  // The kernel form with the row sum split over threads (flash2-tc: the four threads of a quad
+  // share a row, each holding the p of its own columns), after rescale_max: this thread's p of
+  // the block summed from 0 in column order (block_sum), then merged in one step,
+  //   l = l * alpha + block_sum   (a.mac: one fused multiply-add when policy.fma)
+  // in place of rescale's l *= alpha followed by accumulate. The quad's shares are added at the
+  // end of the row, before finish.
+  ATTNDEV_HD void merge_block_sum(const A& a, T block_sum) {
+    l = a.mac(Stage::stats, block_sum, l, alpha);
   }
+  ATTNDEV_HD void rescale_o(const A& a, T* acc, int n) const {
+    for (int t = 0; t < n; ++t) acc[t] = rescaled_o(a, acc[t]);
+  }
+  // One element of rescale_o, for an accumulator that is not one contiguous row (register
+  // fragments).
+  ATTNDEV_HD T rescaled_o(const A& a, T o) const { return a.mul(Stage::out_accum, o, alpha); }
   // 1/l in the stats format; false for a row that never passed the rescale guard (l == 0):
   // O = 0 and lse = -inf, never 0/0.
   ATTNDEV_HD bool finish(const A& a, T& inv_l) const {
@@ -134,13 +154,13 @@ struct OnlineSoftmax {
 template <class A>
 struct RecomputedSoftmax {
   using T = typename A::Value;
-  T scale_log2 = T(1);      // R_stats(scale * log2 e), the forward's
-  T lse2 = neg_inf<T>();    // this row's lse in log2 units
+  T scale_log2 = T(1);    // R_stats(scale * log2 e), the forward's
+  T lse2 = neg_inf<T>();  // this row's lse in log2 units
 
   ATTNDEV_HD bool begin_row(const A& a, T lse) {
-    lse2 = lse == neg_inf<T>() ? lse
-                               : a.mul(Stage::stats, a.round(Stage::stats, lse),
-                                       static_cast<T>(numerics::kLog2e));
+    lse2 = lse == neg_inf<T>()
+               ? lse
+               : a.mul(Stage::stats, a.round(Stage::stats, lse), static_cast<T>(numerics::kLog2e));
     return lse2 != neg_inf<T>();
   }
   ATTNDEV_HD T prob(const A& a, T s) const {
