@@ -19,7 +19,8 @@ LAYERS = 2
 def gpt2():
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=101, n_positions=64, n_embd=32, n_layer=LAYERS,
-                                     n_head=2, attn_implementation="sdpa")
+                                     n_head=2, bos_token_id=0, eos_token_id=0,
+                                     attn_implementation="sdpa")
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.randint(0, 101, (1, 40), generator=torch.Generator().manual_seed(1))
     return model, ids
