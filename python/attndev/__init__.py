@@ -17,6 +17,7 @@ tensor in gives a float64 PyTorch tensor out, sharing the result's memory.
 """
 
 import json
+import time
 
 import numpy as np
 
@@ -90,20 +91,25 @@ def _block(block):
 
 
 def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), causal=False,
-              scale=None, scale_on="scores", threads=0, backend="cpu"):
+              scale=None, scale_on="scores", threads=0, backend="cpu", timing=False):
     """The emulator's output O for q, k, v: what ``attndev point --algo ALGO --policy POLICY --br
     Br --bc Bc [--causal] --inputs FILE --dump DIR`` writes as the variant's O, bit for bit.
 
     q, k, v are rounded once to the policy's input format (as the CLI rounds a file's inputs),
     then the variant runs. ``scale`` defaults to 1/sqrt(d); ``scale_on`` is "scores" or "query";
     ``threads`` 0 uses every hardware thread (the result does not depend on it). Raises Error for
-    bad arguments and RuntimeError when the variant fails or is skipped.
+    bad arguments and RuntimeError when the variant fails or is skipped. ``timing=True`` returns
+    (O, {"kernel_s": the emulator's call alone, "total_s": the whole call}).
     """
+    start = time.perf_counter()
     br, bc = _block(block)
-    out = _core.attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
+    out, kernel_s = _core.attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
                           _policy_text(policy), br, bc, bool(causal), scale_on,
                           None if scale is None else float(scale), int(threads), backend)
-    return _shape_like(out, q)
+    out = _shape_like(out, q)
+    if timing:
+        return out, {"kernel_s": kernel_s, "total_s": time.perf_counter() - start}
+    return out
 
 
 def golden(q, k, v, causal=False, scale=None, scale_on="scores", policy=None, input_format=None,

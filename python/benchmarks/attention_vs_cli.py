@@ -7,7 +7,9 @@ Times the package's call (median of --repeats, the conversions in and out includ
 own timing of the same kernel (`attndev bench --json`: median of its repeats, the kernel alone),
 alternating the two --rounds times so that a change in the machine's load hits both, and prints
 each round's ratio (package / CLI), their median, and the ratio of the fastest calls of each (the
-least disturbed by other processes on a shared machine).
+least disturbed by other processes on a shared machine). Each package call also reports its
+kernel's own time (timing=True): whole call / kernel alone, measured within one call, is the
+package's overhead free of the load's drift between calls.
 """
 
 import argparse
@@ -21,13 +23,14 @@ import numpy as np
 import attndev
 
 
-def package_seconds(q, k, v, args):
+def package_seconds(q, k, v, args, overheads):
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        attndev.attention(q, k, v, algo=args.algo, policy=args.policy, block=(64, 64),
-                          threads=args.threads)
+        _, t = attndev.attention(q, k, v, algo=args.algo, policy=args.policy, block=(64, 64),
+                                 threads=args.threads, timing=True)
         times.append(time.perf_counter() - start)
+        overheads.append(t["total_s"] / t["kernel_s"])
     return statistics.median(times), min(times)
 
 
@@ -52,9 +55,9 @@ def main():
     args = p.parse_args()
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((args.n, args.d)) for _ in range(3))
-    ratios, best_py, best_cli = [], [], []
+    ratios, best_py, best_cli, overheads = [], [], [], []
     for r in range(args.rounds):
-        py, py_min = package_seconds(q, k, v, args)
+        py, py_min = package_seconds(q, k, v, args, overheads)
         cli, cli_min = doc_seconds(cli_seconds(args))
         ratios.append(py / cli)
         best_py.append(py_min)
@@ -64,6 +67,8 @@ def main():
     print(f"median of the rounds' ratios {statistics.median(ratios):.3f}; fastest call "
           f"{min(best_py):.3f} s vs {min(best_cli):.3f} s, ratio {min(best_py) / min(best_cli):.3f} "
           f"(N={args.n} d={args.d} {args.algo} {args.policy} threads={args.threads})")
+    print(f"within each package call, whole call / kernel alone: median "
+          f"{statistics.median(overheads):.4f}, max {max(overheads):.4f} over {len(overheads)} calls")
 
 
 def doc_seconds(doc):

@@ -12,6 +12,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -63,10 +64,14 @@ attention::Tensor to_tensor(const Array4& a) {
       throw ArgumentError("an extent of " + std::to_string(a.shape(i)) +
                           " is larger than the emulator's tensors hold (int)");
   // The emulator's tensors own their storage (std::vector<double>): one O(N d) copy, against
-  // O(N^2 d) for the attention itself.
-  attention::Tensor t(static_cast<int>(a.shape(0)), static_cast<int>(a.shape(1)),
-                      static_cast<int>(a.shape(2)), static_cast<int>(a.shape(3)));
-  std::copy(a.data(), a.data() + a.size(), t.data.begin());
+  // O(N^2 d) for the attention itself. Filled by assign (one pass), not sized then copied (two:
+  // the sized constructor zero-fills), as memory bandwidth is this call's whole cost.
+  attention::Tensor t;
+  t.batch = static_cast<int>(a.shape(0));
+  t.heads = static_cast<int>(a.shape(1));
+  t.rows = static_cast<int>(a.shape(2));
+  t.cols = static_cast<int>(a.shape(3));
+  t.data.assign(a.data(), a.data() + a.size());
   return t;
 }
 
@@ -177,7 +182,9 @@ void check_arguments(const attention::Inputs& inputs, const attention::Options& 
   }
 }
 
-OutArray attention_call(const Array4& q, const Array4& k, const Array4& v, const std::string& algo,
+// O and the seconds the kernel alone took (run_variant's clock): the rest of the call is the
+// package's own cost, which docs/python.md's speed figures measure.
+std::pair<OutArray, double> attention_call(const Array4& q, const Array4& k, const Array4& v, const std::string& algo,
                         const std::string& policy_text, int block_r, int block_c, bool causal,
                         const std::string& scale_on, std::optional<double> scale, int threads,
                         const std::string& backend) {
@@ -194,7 +201,7 @@ OutArray attention_call(const Array4& q, const Array4& k, const Array4& v, const
     r = experiment::run_variant(variant, inputs, options);
   }
   if (!r.status.is_ok()) throw std::runtime_error(variant.name + ": " + r.status.text());
-  return to_array(std::move(r.output.o));
+  return {to_array(std::move(r.output.o)), r.runtime_ms / 1e3};
 }
 
 attention::Inputs rounded_inputs(const Array4& q, const Array4& k, const Array4& v,

@@ -128,3 +128,11 @@ def test_torch_tensors_in_and_out():
     assert_bit_identical(o.numpy(), ref, "bf16 tensors")
     # Values come back exactly representable in the output format: casting to bf16 loses nothing.
     assert torch.equal(o.to(torch.bfloat16).to(torch.float64), o)
+
+
+def test_timing_splits_the_call():
+    """timing=True: the same O, with the kernel's seconds inside the whole call's."""
+    q, k, v = qkv()
+    o, t = attndev.attention(q, k, v, timing=True)
+    assert_bit_identical(o, attndev.attention(q, k, v), "timing=True")
+    assert 0 < t["kernel_s"] <= t["total_s"]
