@@ -20,8 +20,10 @@ cmake --build --preset sanitize -j "$jobs"
 #              the cli and experiment tests run;
 #   slurm      a real one-node SLURM cluster (daemons, queue waits), the runner as above;
 #   gpu        CUDA is off in this build (the host-side CUDA tests, label cuda, do run);
-#   gpu_check  a shell script with a fake nvidia-smi: no attndev code under test.
-exclude_labels='papers|slurm|gpu|gpu_check'
+#   gpu_check  a shell script with a fake nvidia-smi: no attndev code under test;
+#   python     the Python package's suite: pip builds its own (unsanitized) extension module, so
+#              a second run here would check nothing new.
+exclude_labels='papers|slurm|gpu|gpu_check|python'
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 ctest --test-dir build/sanitize --output-on-failure --timeout 600 -j "$jobs" \

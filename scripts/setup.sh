@@ -13,6 +13,7 @@ run_packages=(cmake ninja-build g++ git
               libcli11-dev nlohmann-json3-dev libspdlog-dev libeigen3-dev)
 test_packages=(catch2 pkg-config                                # the test framework
                python3 python3-numpy python3-scipy python3-matplotlib  # test oracles, plots
+               python3-venv python3-dev                     # the Python package (test/python)
                clang libclang-rt-14-dev                     # libFuzzer targets (scripts/fuzz.sh)
                clang-19                                     # the second compiler (clang-check.sh)
                slurmctld slurmd slurm-client munge          # the real one-node SLURM test

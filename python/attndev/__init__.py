@@ -1,0 +1,172 @@
+"""attndev in Python: the emulator, the FP64 golden and the deviation metrics of the attndev CLI on
+numpy arrays and PyTorch CPU tensors (docs/python.md).
+
+Every function calls the C++ libraries the CLI is built from (the extension module attndev._core);
+nothing is re-implemented here. This file only turns arrays into float64, C-ordered (B, H, N, d)
+blocks and back:
+
+    import numpy as np, attndev
+    q, k, v = (np.random.default_rng(0).standard_normal((256, 64)) for _ in range(3))
+    o = attndev.attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64))
+    g = attndev.golden(q, k, v, policy="kernel-bf16")
+    print(attndev.deviation(o, g, policy="kernel-bf16")["max_abs"])
+
+Shapes: (N, d), (H, N, d) or (B, H, N, d); the output has q's. Values come back as float64 (every
+value is exactly representable in the policy's output format, so nothing is lost); a PyTorch
+tensor in gives a float64 PyTorch tensor out, sharing the result's memory.
+"""
+
+import json
+import time
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Error", "attention", "golden", "deviation", "match", "presets", "algorithms",
+           "policy_formats"]
+
+#: A bad argument (unknown policy, algorithm, format; impossible tiles or shapes). The message is
+#: the CLI's, with the keyword in place of the flag (``policy: unknown preset "kernel-bf61" (did
+#: you mean "kernel-bf16"?) ...``). A subclass of ValueError.
+Error = _core.Error
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _as_float64(x, name):
+    """float64, C order, on the CPU; no copy when x already is (numpy or PyTorch)."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise Error(f"{name}: a tensor on {x.device}; attndev emulates on the CPU: pass "
+                        f"{name}.cpu()")
+        import torch
+        x = x.detach().to(torch.float64).contiguous().numpy()
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+
+
+def _as_bhnd(x, name):
+    a = _as_float64(x, name)
+    if a.ndim == 2:
+        return a.reshape(1, 1, *a.shape)
+    if a.ndim == 3:
+        return a.reshape(1, *a.shape)
+    if a.ndim == 4:
+        return a
+    raise Error(f"{name}: shape {a.shape}: expected (N, d), (H, N, d) or (B, H, N, d)")
+
+
+def _ndim(x):
+    return x.dim() if _is_torch(x) else np.ndim(x)
+
+
+def _shape_like(out, template):
+    nd = _ndim(template)
+    if nd < 4:
+        out = out.reshape(out.shape[4 - nd:])
+    if _is_torch(template):
+        import torch
+        return torch.from_numpy(out)
+    return out
+
+
+def _policy_text(policy):
+    """A preset name, a JSON object text, or a dict ({"base": "kernel-bf16", "prob": "fp32"})."""
+    if isinstance(policy, dict):
+        return json.dumps(policy)
+    if not isinstance(policy, str):
+        raise Error(f"policy: expected a preset name, a JSON object text or a dict, got "
+                    f"{type(policy).__name__}")
+    return policy
+
+
+def _block(block):
+    try:
+        br, bc = block
+        return int(br), int(bc)
+    except (TypeError, ValueError):
+        raise Error(f"block: expected (Br, Bc), got {block!r}") from None
+
+
+def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), causal=False,
+              scale=None, scale_on="scores", threads=0, backend="cpu", timing=False):
+    """The emulator's output O for q, k, v: what ``attndev point --algo ALGO --policy POLICY --br
+    Br --bc Bc [--causal] --inputs FILE --dump DIR`` writes as the variant's O, bit for bit.
+
+    q, k, v are rounded once to the policy's input format (as the CLI rounds a file's inputs),
+    then the variant runs. ``scale`` defaults to 1/sqrt(d); ``scale_on`` is "scores" or "query";
+    ``threads`` 0 uses every hardware thread (the result does not depend on it). Raises Error for
+    bad arguments and RuntimeError when the variant fails or is skipped. ``timing=True`` returns
+    (O, {"kernel_s": the emulator's call alone, "total_s": the whole call}).
+    """
+    start = time.perf_counter()
+    br, bc = _block(block)
+    out, kernel_s = _core.attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
+                          _policy_text(policy), br, bc, bool(causal), scale_on,
+                          None if scale is None else float(scale), int(threads), backend)
+    out = _shape_like(out, q)
+    if timing:
+        return out, {"kernel_s": kernel_s, "total_s": time.perf_counter() - start}
+    return out
+
+
+def golden(q, k, v, causal=False, scale=None, scale_on="scores", policy=None, input_format=None,
+           threads=0):
+    """The FP64 golden: baseline attention with every stage in fp64, on q, k, v rounded to
+    ``input_format`` (or the ``policy``'s input format; neither: as given). With the same policy
+    as attention() it is the golden ``attndev point`` measures against."""
+    if policy is not None and input_format is not None:
+        raise Error("golden: give policy or input_format, not both")
+    if policy is not None:
+        input_format = policy_formats(policy)["input"]
+    out = _core.golden(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), bool(causal),
+                       scale_on, None if scale is None else float(scale), input_format,
+                       int(threads))
+    return _shape_like(out, q)
+
+
+def deviation(output, golden, policy=None, format=None):
+    """The CLI's metrics of ``output`` against ``golden`` (max_abs, mean_abs, std_abs, rmse,
+    rel_l2, max_rel, max_rel_floor, cos_sim, nan_count, inf_count, worst_index, count) as a dict.
+    max_rel is floored at one unit roundoff of the output format at max|golden|: the ``policy``'s
+    output format, or ``format`` (default fp64, the smallest floor)."""
+    if policy is not None and format is not None:
+        raise Error("deviation: give policy or format, not both")
+    fmt = policy_formats(policy)["output"] if policy is not None else (format or "fp64")
+    out = _as_float64(output, "output").reshape(-1)
+    ref = _as_float64(golden, "golden").reshape(-1)
+    return _core.deviation(out, ref, fmt)
+
+
+def match(output, q, k, v, algos=("baseline", "flash1", "flash2"), policies=None,
+          block_r=(64,), block_c=(16, 32, 64, 128, 256, 512), causal=False, scale_on="scores",
+          threads=0):
+    """``attndev match``: which emulated kernel (algorithm x policy x tiles) reproduces
+    ``output``, computed by some implementation from q, k, v. Returns {"verdict",
+    "formats_holding_output", "candidates"}: the candidates ranked as the CLI ranks them (most
+    bit-identical elements first), each a dict with the keys of ``attndev match --json``.
+    ``policies`` None: the presets whose output format holds every value of ``output``."""
+    pols = [] if policies is None else [_policy_text(p) for p in policies]
+    return _core.match(_as_bhnd(output, "output"), _as_bhnd(q, "q"), _as_bhnd(k, "k"),
+                       _as_bhnd(v, "v"), list(algos), pols, [int(x) for x in block_r],
+                       [int(x) for x in block_c], bool(causal), scale_on, int(threads))
+
+
+def presets():
+    """The precision policy presets (``attndev list presets``): name, description, stages."""
+    out = _core.presets()
+    for p in out:
+        p["stages"] = json.loads(p["stages"])
+    return out
+
+
+def algorithms():
+    """The emulator's algorithms (``attndev list algorithms``): name and description."""
+    return _core.algorithms()
+
+
+def policy_formats(policy):
+    """{"input", "output", "label"} of a policy (preset name, JSON text or dict)."""
+    return _core.policy_formats(_policy_text(policy))
