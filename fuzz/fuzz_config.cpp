@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -14,7 +14,7 @@
 
 #include "attention/attention.hpp"
 #include "commands.hpp"
-#include "experiment/inputs.hpp"
+#include "experiment/spec/inputs.hpp"
 #include "io/json_depth.hpp"
 #include "io/provenance.hpp"
 #include "config/policy_json.hpp"

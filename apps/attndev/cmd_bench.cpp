@@ -23,7 +23,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/memory.hpp"
+#include "experiment/spec/memory.hpp"
 #include "inputs/random_inputs.hpp"
 #include "io/memory.hpp"
 #include "numerics/round.hpp"

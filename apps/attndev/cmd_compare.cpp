@@ -10,9 +10,9 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/compare.hpp"
-#include "experiment/result_tables.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/compare.hpp"
+#include "experiment/results/result_tables.hpp"
+#include "experiment/results/results_store.hpp"
 
 namespace attndev::app {
 

@@ -14,9 +14,9 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/inputs_file.hpp"
+#include "experiment/spec/inputs_file.hpp"
 #include "experiment/match.hpp"
-#include "experiment/tensor_io.hpp"
+#include "experiment/run/tensor_io.hpp"
 
 namespace attndev::app {
 

@@ -8,8 +8,8 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/merge.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/merge.hpp"
+#include "experiment/results/results_store.hpp"
 #include "experiment_cli.hpp"
 
 namespace attndev::app {

@@ -8,8 +8,8 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/result_tables.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/result_tables.hpp"
+#include "experiment/results/results_store.hpp"
 #include "experiment_cli.hpp"
 
 namespace attndev::app {

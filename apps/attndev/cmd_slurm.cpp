@@ -22,9 +22,9 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/results_store.hpp"
-#include "experiment/slurm_script.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/results/results_store.hpp"
+#include "experiment/cluster/slurm_script.hpp"
 #include "experiment_cli.hpp"
 #include "io/atomic_file.hpp"
 

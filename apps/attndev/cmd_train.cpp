@@ -19,7 +19,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "io/atomic_file.hpp"
 #include "io/memory.hpp"
 #include "io/provenance.hpp"

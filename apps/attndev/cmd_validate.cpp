@@ -8,7 +8,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/plan.hpp"
 #include "experiment_cli.hpp"
 
 namespace attndev::app {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "experiment/config.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/results/results_store.hpp"
 #include "io/atomic_file.hpp"
 #include "io/provenance.hpp"
 

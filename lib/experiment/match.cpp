@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "config/policy_json.hpp"
-#include "experiment/result_row.hpp"
-#include "experiment/variant_runner.hpp"
+#include "experiment/results/result_row.hpp"
+#include "experiment/run/variant_runner.hpp"
 #include "measure/measure.hpp"
 #include "numerics/round.hpp"
 

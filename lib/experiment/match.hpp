@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/status.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/run/status.hpp"
 #include "metrics/deviation.hpp"
 #include "metrics/ulp.hpp"
 

@@ -8,13 +8,13 @@
 #include <optional>
 #include <unordered_map>
 
-#include "experiment/dump.hpp"
-#include "experiment/inputs_file.hpp"
-#include "experiment/result_row.hpp"
-#include "experiment/result_tables.hpp"
-#include "experiment/results_store.hpp"
-#include "experiment/tensor_io.hpp"
-#include "experiment/variant_runner.hpp"
+#include "experiment/run/dump.hpp"
+#include "experiment/spec/inputs_file.hpp"
+#include "experiment/results/result_row.hpp"
+#include "experiment/results/result_tables.hpp"
+#include "experiment/results/results_store.hpp"
+#include "experiment/run/tensor_io.hpp"
+#include "experiment/run/variant_runner.hpp"
 #include "io/jsonl.hpp"
 #include "measure/measure.hpp"
 

@@ -11,8 +11,8 @@
 #include <functional>
 #include <string>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
 #include "io/provenance.hpp"
 
 namespace attndev::experiment {

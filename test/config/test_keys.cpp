@@ -9,7 +9,7 @@
 
 #include "config/keys.hpp"
 #include "config/policy_json.hpp"
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "train/train_config.hpp"
 
 using namespace attndev;

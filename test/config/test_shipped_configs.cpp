@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "config/error.hpp"
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
 #include "train/train_config.hpp"
 #include "files.hpp"
 

@@ -15,11 +15,11 @@
 #include <string>
 
 #include "catch_run.hpp"
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "experiment/external_helpers.hpp"
-#include "experiment/merge.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/result_row.hpp"
+#include "experiment/results/merge.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/results/result_row.hpp"
 #include "experiment/runner.hpp"
 #include "io/atomic_file.hpp"
 

@@ -18,9 +18,9 @@
 #include <string>
 
 #include "catch_run.hpp"
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "experiment/external_helpers.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/plan.hpp"
 #include "experiment/runner.hpp"
 
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 
 using namespace attndev::experiment;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "experiment/inputs.hpp"
+#include "experiment/spec/inputs.hpp"
 
 using namespace attndev;
 using experiment::Distribution;

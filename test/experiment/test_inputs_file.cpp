@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/inputs_file.hpp"
+#include "experiment/spec/inputs_file.hpp"
 #include "measure/measure.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"

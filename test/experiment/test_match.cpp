@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "experiment/inputs.hpp"
+#include "experiment/spec/inputs.hpp"
 #include "experiment/match.hpp"
 
 using namespace attndev;

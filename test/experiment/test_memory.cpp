@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/memory.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/memory.hpp"
+#include "experiment/spec/plan.hpp"
 #include "io/memory.hpp"
 
 using namespace attndev;

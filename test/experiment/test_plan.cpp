@@ -6,9 +6,9 @@
 #include <string>
 #include <unordered_set>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/stable_hash.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/spec/stable_hash.hpp"
 
 using namespace attndev::experiment;
 

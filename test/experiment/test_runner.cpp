@@ -8,12 +8,12 @@
 #include <fstream>
 #include <map>
 
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "experiment/external_helpers.hpp"
-#include "experiment/merge.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/result_row.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/merge.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/results/result_row.hpp"
+#include "experiment/results/results_store.hpp"
 #include "experiment/runner.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"

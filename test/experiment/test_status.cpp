@@ -2,8 +2,8 @@
 // value; anything else is reported as failed, never taken for ok.
 #include <catch2/catch.hpp>
 
-#include "experiment/result_row.hpp"
-#include "experiment/status.hpp"
+#include "experiment/results/result_row.hpp"
+#include "experiment/run/status.hpp"
 
 using namespace attndev::experiment;
 using attndev::io::Json;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/slurm_script.hpp"
+#include "experiment/cluster/slurm_script.hpp"
 
 namespace fs = std::filesystem;
 using attndev::experiment::default_job_name;

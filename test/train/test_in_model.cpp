@@ -11,7 +11,7 @@
 #include <map>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "io/csv.hpp"
 #include "io/safetensors.hpp"
 #include "io/tensor_file.hpp"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 #include "train/study.hpp"
 #include "train/train_config.hpp"
 #include "train/corpus_fixture.hpp"

@@ -3,7 +3,7 @@
 // size), measured exactly like an emulated variant.
 //
 // Protocol: attndev writes the point's Q, K, V (rounded to the variant's format) to {inputs}, a
-// .safetensors file (experiment/tensor_io.hpp: tensors q, k, v of shape (B, H, N, d), metadata
+// .safetensors file (experiment/run/tensor_io.hpp: tensors q, k, v of shape (B, H, N, d), metadata
 // with every axis), runs the command through /bin/sh with the placeholders replaced (each value
 // shell-quoted), and reads O from {output} (.safetensors or .npy). stdin is /dev/null; stdout and
 // stderr are captured.
@@ -25,9 +25,9 @@
 #include <string>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/status.hpp"
-#include "experiment/variant_runner.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/run/status.hpp"
+#include "experiment/run/variant_runner.hpp"
 
 namespace attndev::experiment {
 

@@ -1,4 +1,4 @@
-#include "experiment/axes.hpp"
+#include "experiment/spec/axes.hpp"
 
 #include <stdexcept>
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/axes.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/axes.hpp"
 
 namespace attndev::experiment {
 

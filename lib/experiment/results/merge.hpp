@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiment/plan.hpp"
+#include "experiment/spec/plan.hpp"
 #include "io/provenance.hpp"
 
 namespace attndev::experiment {

@@ -1,9 +1,9 @@
-#include "experiment/results_store.hpp"
+#include "experiment/results/results_store.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "experiment/status.hpp"
+#include "experiment/run/status.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_depth.hpp"
 #include "io/jsonl.hpp"

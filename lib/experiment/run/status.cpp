@@ -1,4 +1,4 @@
-#include "experiment/status.hpp"
+#include "experiment/run/status.hpp"
 
 namespace attndev::experiment {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
 #include "io/file_lock.hpp"
 #include "io/json_values.hpp"
 

@@ -1,4 +1,4 @@
-#include "experiment/inputs_file.hpp"
+#include "experiment/spec/inputs_file.hpp"
 
 #include <cmath>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "experiment/slurm_script.hpp"
+#include "experiment/cluster/slurm_script.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "experiment/external.hpp"
+#include "experiment/run/external.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "experiment/tensor_io.hpp"
+#include "experiment/run/tensor_io.hpp"
 
 namespace attndev::experiment {
 

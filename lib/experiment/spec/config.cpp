@@ -1,4 +1,4 @@
-#include "experiment/config.hpp"
+#include "experiment/spec/config.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -13,8 +13,8 @@
 #include "config/names.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
-#include "experiment/inputs.hpp"
-#include "experiment/stable_hash.hpp"
+#include "experiment/spec/inputs.hpp"
+#include "experiment/spec/stable_hash.hpp"
 #include "io/json_depth.hpp"
 
 namespace attndev::experiment {

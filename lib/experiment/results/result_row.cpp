@@ -1,4 +1,4 @@
-#include "experiment/result_row.hpp"
+#include "experiment/results/result_row.hpp"
 
 #include <cmath>
 

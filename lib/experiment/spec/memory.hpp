@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
 
 namespace attndev::experiment {
 

@@ -1,4 +1,4 @@
-#include "experiment/tensor_io.hpp"
+#include "experiment/run/tensor_io.hpp"
 
 #include "io/npy.hpp"
 

@@ -1,10 +1,10 @@
-#include "experiment/merge.hpp"
+#include "experiment/results/merge.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "experiment/result_tables.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/result_tables.hpp"
+#include "experiment/results/results_store.hpp"
 #include "io/atomic_file.hpp"
 #include "io/jsonl.hpp"
 

@@ -1,11 +1,11 @@
-#include "experiment/variant_runner.hpp"
+#include "experiment/run/variant_runner.hpp"
 
 #include <chrono>
 #include <exception>
 #include <optional>
 #include <utility>
 
-#include "experiment/external.hpp"
+#include "experiment/run/external.hpp"
 
 #if ATTNDEV_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"

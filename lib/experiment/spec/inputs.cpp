@@ -1,4 +1,4 @@
-#include "experiment/inputs.hpp"
+#include "experiment/spec/inputs.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "experiment/memory.hpp"
+#include "experiment/spec/memory.hpp"
 
 #include <algorithm>
 #include <set>

@@ -1,11 +1,11 @@
-#include "experiment/compare.hpp"
+#include "experiment/results/compare.hpp"
 
 #include <cmath>
 #include <map>
 #include <utility>
 
-#include "experiment/result_tables.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/results/result_tables.hpp"
+#include "experiment/results/results_store.hpp"
 #include "io/markdown.hpp"
 
 namespace attndev::experiment {

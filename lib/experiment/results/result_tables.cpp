@@ -1,11 +1,11 @@
-#include "experiment/result_tables.hpp"
+#include "experiment/results/result_tables.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
-#include "experiment/result_row.hpp"
+#include "experiment/results/result_row.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
 #include "io/json_depth.hpp"

@@ -1,6 +1,6 @@
 // The one place that turns a Variant into a call (docs/CONTRIBUTING.md #6): `cpu` is the emulator,
 // `cuda` lib/cuda (the kernel named by Variant::kernel, or the algorithm's own), `external` a
-// command (experiment/external.hpp). `attndev run`, `attndev point` and `attndev match` all come
+// command (experiment/run/external.hpp). `attndev run`, `attndev point` and `attndev match` all come
 // here.
 #pragma once
 
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/status.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/run/status.hpp"
 
 namespace attndev::experiment {
 

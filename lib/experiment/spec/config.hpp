@@ -17,7 +17,7 @@
 
 #include "attention/attention.hpp"
 #include "config/error.hpp"
-#include "experiment/axes.hpp"
+#include "experiment/spec/axes.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::experiment {
@@ -112,7 +112,7 @@ std::string variant_algorithm_name(const Variant& variant);
 
 struct AxisValues {
   std::string name;
-  std::vector<AxisValue> values;  // typed once, here (experiment/axes.hpp)
+  std::vector<AxisValue> values;  // typed once, here (experiment/spec/axes.hpp)
   std::string path;  // where the values came from, for messages (`axes.seq_len`, `-a seq_len`)
 };
 
@@ -138,7 +138,7 @@ struct Config {
   std::vector<Variant> variants;
   std::vector<std::string> metrics;  // shown in summary tables
   // Write every point's rounded Q, K, V, golden O and variant outputs (safetensors) under
-  // DIR/dump/ (experiment/dump.hpp).
+  // DIR/dump/ (experiment/run/dump.hpp).
   bool dump = false;
   nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
   std::string hash;          // stable_hash_hex(effective.dump())

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "attention/attention.hpp"
-#include "experiment/config.hpp"
-#include "experiment/status.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/run/status.hpp"
 #include "io/safetensors.hpp"
 
 namespace attndev::experiment {

@@ -1,4 +1,4 @@
-#include "experiment/plan.hpp"
+#include "experiment/spec/plan.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <variant>
 
-#include "experiment/inputs_file.hpp"
-#include "experiment/stable_hash.hpp"
+#include "experiment/spec/inputs_file.hpp"
+#include "experiment/spec/stable_hash.hpp"
 
 namespace attndev::experiment {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/variant_runner.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/run/variant_runner.hpp"
 #include "io/json_values.hpp"
 #include "measure/measure.hpp"
 #include "metrics/deviation.hpp"

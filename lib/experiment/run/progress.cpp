@@ -1,4 +1,4 @@
-#include "experiment/progress.hpp"
+#include "experiment/run/progress.hpp"
 
 #include "io/log.hpp"
 

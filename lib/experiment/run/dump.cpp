@@ -1,9 +1,9 @@
-#include "experiment/dump.hpp"
+#include "experiment/run/dump.hpp"
 
 #include <cmath>
 
 #include "config/policy_json.hpp"
-#include "experiment/tensor_io.hpp"
+#include "experiment/run/tensor_io.hpp"
 #include "numerics/round.hpp"
 
 namespace attndev::experiment {

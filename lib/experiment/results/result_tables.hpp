@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "experiment/config.hpp"
-#include "experiment/plan.hpp"
-#include "experiment/results_store.hpp"
+#include "experiment/spec/config.hpp"
+#include "experiment/spec/plan.hpp"
+#include "experiment/results/results_store.hpp"
 #include "io/provenance.hpp"
 
 namespace attndev::experiment {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/attention.hpp"
-#include "experiment/inputs.hpp"
+#include "experiment/spec/inputs.hpp"
 
 namespace attndev::experiment {
 
@@ -22,7 +22,7 @@ struct SameAsSeqLen {
   friend bool operator==(SameAsSeqLen, SameAsSeqLen) { return true; }
 };
 
-// inputs: Q, K, V from a tensor file (experiment/inputs_file.hpp); an empty path means the
+// inputs: Q, K, V from a tensor file (experiment/spec/inputs_file.hpp); an empty path means the
 // inputs are drawn from the `distribution` axis.
 struct InputsFile {
   std::string path;
