@@ -4,6 +4,7 @@
 #include "io/log.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -154,6 +155,24 @@ void print_match_table(const MatchArgs& a, const attention::Inputs& inputs,
   std::printf("%s\n", verdict.c_str());
 }
 
+// NaN or inf in the output to explain: every candidate would "match" or miss it for reasons that
+// say nothing about its policy, so it is refused, as `run` fails an external output holding them.
+void require_finite_output(const attention::Tensor& output, const std::string& path) {
+  std::size_t nan = 0, inf = 0, first = output.data.size();
+  for (std::size_t i = 0; i < output.data.size(); ++i) {
+    const double x = output.data[i];
+    if (std::isfinite(x)) continue;
+    (std::isnan(x) ? nan : inf) += 1;
+    first = std::min(first, i);
+  }
+  if (nan + inf == 0) return;
+  throw UsageError("OUTPUT " + path + " holds " + std::to_string(nan) + " NaN and " +
+                   std::to_string(inf) + " infinite value(s) (first at flat index " +
+                   std::to_string(first) +
+                   "): a non-finite output cannot be matched to a policy; check the kernel that "
+                   "wrote it (attndev run fails such an output too)");
+}
+
 void run_match(const MatchArgs& a) {
   std::vector<attention::Algorithm> algorithms;
   for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algo"));
@@ -170,6 +189,7 @@ void run_match(const MatchArgs& a) {
   } catch (const std::runtime_error& e) {
     throw UsageError("OUTPUT: " + std::string(e.what()));
   }
+  require_finite_output(output, a.output);
   const std::vector<numerics::PrecisionPolicy> policies = match_policies(a, output);
   const std::vector<experiment::MatchCandidate> candidates =
       experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),

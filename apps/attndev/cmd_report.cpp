@@ -1,15 +1,20 @@
 // `attndev report DIR`: rebuild results.csv, results.json and summary.md from the JSONL files
 // in DIR without recomputing anything (after editing `metrics`, or on a copied folder).
+// `--metric NAME` (repeatable) picks the summary's columns for this report instead of the
+// config's `metrics`: presentation only, so it needs no rerun and is not part of the config hash.
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
+#include "config/suggest.hpp"
 #include "experiment_cli.hpp"
 
 namespace attndev::app {
@@ -18,17 +23,32 @@ void add_report_command(cli::Command& app) {
   struct Args {
     std::string dir;
     bool quiet_summary = false;
+    std::vector<std::string> metrics;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
       "report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
   cmd->add_option("dir", args->dir, "Results folder of `attndev run`")->required();
   cmd->add_flag("--no-summary", args->quiet_summary, "Do not print summary.md");
+  cmd->add_option("--metric", args->metrics,
+                  "A metric column of the summary tables (repeatable; default: the config's "
+                  "`metrics`)");
   cmd->callback([args] {
     const std::filesystem::path dir(args->dir);
+    for (const std::string& m : args->metrics) {
+      if (std::find(std::begin(experiment::kSelectableMetrics),
+                    std::end(experiment::kSelectableMetrics),
+                    m) == std::end(experiment::kSelectableMetrics))
+        throw UsageError("--metric: unknown metric \"" + m + "\"" +
+                         config::did_you_mean(m, experiment::kSelectableMetrics) +
+                         "; valid: " + config::join_names(experiment::kSelectableMetrics));
+      if (std::count(args->metrics.begin(), args->metrics.end(), m) > 1)
+        throw UsageError("--metric: \"" + m + "\" given twice");
+    }
     try {
       const experiment::OutputLock lock = experiment::lock_folder(dir, "attndev report");
-      const experiment::Config config = experiment::read_manifest_config(dir);
+      experiment::Config config = experiment::read_manifest_config(dir);
+      if (!args->metrics.empty()) config.metrics = args->metrics;
       const experiment::Plan plan = experiment::make_plan(config);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
       for (const std::string& problem : stored.malformed_rows)

@@ -88,6 +88,7 @@ void add_run_command(cli::Command& app) {
     int threads = 0;
     double log_interval = 30;
     bool print_summary = true;
+    bool retry = true;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
@@ -107,6 +108,8 @@ void add_run_command(cli::Command& app) {
   cmd->add_option("--log-interval", args->log_interval,
                   "Seconds between progress lines when stderr is not a terminal");
   cmd->add_flag("!--no-summary", args->print_summary, "Do not print summary.md at the end");
+  cmd->add_flag("!--no-retry", args->retry,
+                "Keep points with a failed row as they are (default: run them again)");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
     const experiment::Config& config = loaded.config;
@@ -131,6 +134,7 @@ void add_run_command(cli::Command& app) {
     options.shard_count = shard.count;
     options.threads = args->threads;
     options.force_new = args->force_new;
+    options.retry_failed = args->retry;
     options.provenance = io::collect_provenance();
     options.config_text = loaded.text;
     options.stop_requested = [] { return g_stop_signal != 0; };
@@ -152,6 +156,8 @@ void add_run_command(cli::Command& app) {
         report = experiment::run_experiment(config, plan, options);
       } catch (const experiment::OutputDirError& e) {
         throw UsageError(e.what());
+      } catch (const experiment::ConfigError& e) {
+        throw UsageError(args->config + ": " + e.what());
       }
     }
     progress.finish();
@@ -164,8 +170,10 @@ void add_run_command(cli::Command& app) {
       throw CommandExit{kExitInterrupted};
     }
     log::info(
-        "{} points ({} resumed, {} run now); rows: {} ok, {} failed, {} skipped; results in {}",
-        report.shard_points, report.already_done, report.ran, report.rows_ok, report.rows_failed,
+        "{} points ({} resumed, {} run now, {} of them retried); rows: {} ok, {} failed, {} "
+        "skipped; results in {}",
+        report.shard_points, report.already_done, report.ran, report.retried, report.rows_ok,
+        report.rows_failed,
         report.rows_skipped, options.dir.string());
     if (report.tables_written && args->print_summary && log::enabled(log::Level::info))
       std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);

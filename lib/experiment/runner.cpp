@@ -2,13 +2,17 @@
 
 #include "io/log.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "experiment/run/dump.hpp"
+#include "experiment/run/external.hpp"
 #include "experiment/spec/inputs_file.hpp"
 #include "experiment/results/result_row.hpp"
 #include "experiment/results/result_tables.hpp"
@@ -16,6 +20,7 @@
 #include "experiment/run/tensor_io.hpp"
 #include "experiment/run/variant_runner.hpp"
 #include "io/jsonl.hpp"
+#include "io/safe_open.hpp"
 #include "measure/measure.hpp"
 
 namespace attndev::experiment {
@@ -83,9 +88,44 @@ ExternalContext external_context(const Variant& variant, const Point& point,
   return context;
 }
 
+// Why nothing at this point can be compared for inputs in `format`, or nullopt: inputs that
+// overflow the format when rounded (outlier(1e6, 1) or normal(0, 1e5) at fp16 round to inf) make
+// every output and the golden inf, NaN or a degenerate 0, and a metric of such a pair would read
+// as a clean "ok" with zeros or as silent NaNs.
+std::optional<std::string> unmeasurable(const measure::References::Reference& ref,
+                                        numerics::Format format) {
+  const std::pair<const char*, const attention::Tensor*> tensors[] = {
+      {"Q", &ref.inputs.q}, {"K", &ref.inputs.k}, {"V", &ref.inputs.v}};
+  for (const auto& [name, t] : tensors) {
+    const auto bad = std::find_if(t->data.begin(), t->data.end(),
+                                  [](double x) { return !std::isfinite(x); });
+    if (bad != t->data.end())
+      return "inputs overflow " + std::string(numerics::format_name(format)) + ": " + name +
+             " holds " + std::to_string(std::count_if(bad, t->data.end(), [](double x) {
+               return !std::isfinite(x);
+             })) +
+             " value(s) that round to inf (first at flat index " +
+             std::to_string(bad - t->data.begin()) +
+             "); use a distribution whose values fit the input format";
+  }
+  const auto& golden = ref.golden.output.o.data;
+  const auto bad =
+      std::find_if(golden.begin(), golden.end(), [](double x) { return !std::isfinite(x); });
+  if (bad != golden.end())
+    return "the FP64 golden is not finite (first at flat index " +
+           std::to_string(bad - golden.begin()) + ") for inputs in " +
+           std::string(numerics::format_name(format)) + "; scale the inputs down";
+  return std::nullopt;
+}
+
 Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& cache,
                    const RunOptions& options) {
   const measure::References::Reference& ref = cache.references.for_format(variant.policy.input);
+  if (const auto why = unmeasurable(ref, variant.policy.input)) {
+    Evaluated e;
+    e.outcome.status = Status::skipped(*why);
+    return e;
+  }
   attention::Options run_options = point.options();
   run_options.threads = options.threads;
   run_options.block_r = variant.block_r.value_or(run_options.block_r);
@@ -131,6 +171,13 @@ OutputLock open_results(const Config& config, const RunOptions& options,
   prepare_output_dir(options.dir, config, options.force_new);
   if (options.force_new) lock.share_folder();
   report.results_file = options.dir / file_name;
+  // Temporary files of a killed writer of what this run alone writes (its results file; the
+  // tables and manifest too when unsharded, which no other writer holds while it runs).
+  if (file_name == "results.jsonl")
+    io::remove_stale_temporaries(options.dir, {file_name, "results.csv", "results.json",
+                                               "summary.md", "run.json"});
+  else
+    io::remove_stale_temporaries(options.dir, {file_name});
   return lock;
 }
 
@@ -142,34 +189,93 @@ void repair_results(const Config& config, const Plan& plan, const RunOptions& op
     log::warn("{}/{}: dropped; its point is rerun", options.dir.string(), repair.problems[i]);
   if (repair.problems.size() > 10)
     log::warn("... and {} more damaged record(s)", repair.problems.size() - 10);
-  if (report.repaired_records)
+  const std::size_t damaged = repair.dropped - std::min(repair.dropped, repair.superseded);
+  if (damaged)
     log::warn("{}: dropped {} torn, partial or damaged record(s); their points are rerun",
-              report.results_file.string(), report.repaired_records);
+              report.results_file.string(), damaged);
+  if (repair.superseded)
+    log::info("{}: dropped {} row(s) repeated or superseded by a retry",
+              report.results_file.string(), repair.superseded);
 }
 
-// This shard's points that are not yet in the folder, in plan order.
+// This shard's points that are not yet in the folder, and (options.retry_failed) those with a
+// failed row, in plan order. A retried point's new rows supersede its old ones as a whole
+// (load_results), so ratios never mix a point's old and new rows.
 std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
                                          const RunOptions& options, std::size_t shard_count,
-                                         RunReport& report) {
+                                         const Json& inputs_hashes, RunReport& report) {
   const StoredResults stored = load_results(options.dir, config, plan);
+  // Rows measured on other contents of an inputs file are never resumed as these.
+  for (const auto& [path, hash] : inputs_hashes.items())
+    if (stored.inputs_hashes.contains(path) &&
+        stored.inputs_hashes[path].get<std::string>() != hash.get<std::string>())
+      throw OutputDirError("inputs file " + path + " has content hash " + hash.get<std::string>() +
+                           " now, but the rows in " + options.dir.string() +
+                           " were measured with content hash " +
+                           stored.inputs_hashes[path].get<std::string>() +
+                           ": the file changed. Put the original back, or start over with "
+                           "--force-new (or another -o folder)");
+  std::set<std::string> failed;
+  for (const Json& row : stored.rows)
+    if (row_status(row).kind == StatusKind::failed) failed.insert(row["point_id"].get<std::string>());
   std::vector<const Point*> pending;
   for (const Point& p : plan.points) {
     if (shard_of(p, shard_count) != options.shard_index) continue;
     ++report.shard_points;
-    if (stored.done_points.count(p.id)) {
-      ++report.already_done;
-    } else {
+    if (!stored.done_points.count(p.id)) {
       pending.push_back(&p);
+    } else if (options.retry_failed && failed.count(p.id)) {
+      ++report.retried;
+      pending.push_back(&p);
+    } else {
+      ++report.already_done;
     }
   }
   if (report.already_done)
     log::info("resuming: {} of {} points already in {}", report.already_done, report.shard_points,
               options.dir.string());
+  if (report.retried)
+    log::info("retrying {} point(s) with a failed row (--no-retry keeps them)", report.retried);
   return pending;
 }
 
+// The folder's identity when the run opened it. Rows go to an open descriptor: in a folder
+// deleted or replaced mid-run they would land in an unlinked file, and the tables would be made
+// from whatever the new folder holds, so that is an error, never a clean exit.
+struct FolderIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
+FolderIdentity folder_identity(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw std::runtime_error("the output folder " + dir.string() + " is gone");
+  return {st.st_dev, st.st_ino};
+}
+
+void check_folder(const std::filesystem::path& dir, const FolderIdentity& expected) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == expected.device &&
+      st.st_ino == expected.inode)
+    return;
+  throw std::runtime_error(
+      "the output folder " + dir.string() +
+      " was deleted or replaced while this run wrote into it; the rows written since are lost. "
+      "Rerun the same command to compute them again (into a folder nothing else removes)");
+}
+
+// External commands' templates, checked before anything is written: one that quotes a
+// placeholder would fail every row of the sweep.
+void check_external_templates(const Config& config) {
+  for (std::size_t v = 0; v < config.variants.size(); ++v)
+    if (config.variants[v].external)
+      if (const auto problem = external_template_problem(config.variants[v].external->command))
+        throw ConfigError("variants[" + std::to_string(v) + "].external", *problem);
+}
+
 Json run_record(const Config& config, const RunOptions& options, std::size_t shard_count,
-                std::size_t pending) {
+                std::size_t pending, const Json& inputs_hashes) {
   Json record;
   record["record"] = "run";
   record["provenance"] = io::to_json(options.provenance);
@@ -177,6 +283,7 @@ Json run_record(const Config& config, const RunOptions& options, std::size_t sha
   record["config_hash"] = config.hash;
   record["config_text"] = options.config_text;
   record["pending_points"] = pending;
+  if (!inputs_hashes.empty()) record["inputs_hashes"] = inputs_hashes;
   return record;
 }
 
@@ -285,15 +392,18 @@ void finish(const Config& config, const Plan& plan, const RunOptions& options,
 
 RunReport run_experiment(const Config& config, const Plan& plan, const RunOptions& options) {
   RunReport report;
+  check_external_templates(config);
   const std::size_t shard_count = std::max<std::size_t>(options.shard_count, 1);
   // Held until the tables are written: one writer per results file, nobody rewriting the folder.
   const OutputLock lock =
       open_results(config, options, shard_file_name(options.shard_index, shard_count), report);
+  const FolderIdentity folder = folder_identity(options.dir);
   repair_results(config, plan, options, report);
+  const Json inputs_hashes = inputs_content_hashes(config);
   const std::vector<const Point*> pending =
-      pending_points(config, plan, options, shard_count, report);
+      pending_points(config, plan, options, shard_count, inputs_hashes, report);
   io::JsonlAppender out(report.results_file);
-  out.append({run_record(config, options, shard_count, pending.size())});
+  out.append({run_record(config, options, shard_count, pending.size(), inputs_hashes)});
 
   // External commands' files: private to this shard, removed when it ends (and, left over from
   // a killed run, when the shard starts again).
@@ -318,6 +428,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
       }
       if (config.dump) dump_point(config, *point, cache, *results, options);
       out.append(point_rows(config, *point, *results));
+      check_folder(options.dir, folder);
       ++report.ran;
       ++done;
       if (options.on_progress) options.on_progress(done, report.shard_points);
@@ -326,6 +437,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
     if (report.interrupted) break;
   }
   out.close();
+  check_folder(options.dir, folder);
   if (any_external) std::filesystem::remove_all(work_root);
   finish(config, plan, options, shard_count, report);
   return report;

@@ -23,6 +23,9 @@ struct RunOptions {
   std::size_t shard_count = 1;
   int threads = 0;  // attention::Options::threads (0: all hardware threads)
   bool force_new = false;
+  // Points with a failed row are run again (their new rows supersede the old ones); false keeps
+  // them as they are (`run --no-retry`).
+  bool retry_failed = true;
   // Polled between variants; true stops the run after flushing (SIGINT/SIGTERM).
   std::function<bool()> stop_requested;
   // Called after each point lands: (points of this shard done, points of this shard).
@@ -35,6 +38,7 @@ struct RunReport {
   std::filesystem::path results_file;
   std::size_t shard_points = 0;      // points of the plan in this shard
   std::size_t already_done = 0;      // found complete in the folder (resume)
+  std::size_t retried = 0;           // points found with a failed row, run again (in `ran`)
   std::size_t ran = 0;               // points computed by this invocation
   std::size_t repaired_records = 0;  // torn/partial records dropped from this shard's file
   bool interrupted = false;
@@ -43,7 +47,8 @@ struct RunReport {
   std::size_t rows_ok = 0, rows_failed = 0, rows_skipped = 0;
 };
 
-// Throws OutputDirError (folder refused), std::runtime_error (I/O).
+// Throws OutputDirError (folder refused), ConfigError (an external command template that cannot
+// be run safely), std::runtime_error (I/O, the folder deleted or replaced mid-run).
 RunReport run_experiment(const Config& config, const Plan& plan, const RunOptions& options);
 
 }  // namespace attndev::experiment

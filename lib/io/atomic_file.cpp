@@ -26,7 +26,11 @@ namespace {
 std::filesystem::path write_temporary(const std::filesystem::path& path, std::string_view content) {
   std::filesystem::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Created exclusively and never followed: a link planted under this name must not make us
+  // write elsewhere. A file of that name is ours from an earlier call or a dead writer with our
+  // pid; removing it first is safe.
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw_os_error("cannot create", tmp);
   std::size_t written = 0;
   while (written < content.size()) {

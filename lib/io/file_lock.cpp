@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "io/safe_open.hpp"
+
 namespace attndev::io {
 
 FileLock::~FileLock() {
@@ -36,10 +38,12 @@ void FileLock::release() {
 }
 
 std::optional<FileLock> FileLock::try_lock(const std::filesystem::path& path, Mode mode) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot create the lock file " + path.string() + ": " +
-                             std::strerror(errno));
+  int fd = -1;
+  try {
+    fd = open_regular_file(path, O_RDWR | O_CREAT);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("cannot use the lock file: ") + e.what());
+  }
   const int op = (mode == Mode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
   while (::flock(fd, op) != 0) {
     if (errno == EINTR) continue;
@@ -75,14 +79,19 @@ void FileLock::write_owner(const std::string& what) {
 }
 
 std::string lock_holder(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line) || line.empty()) return "an unknown process";
+  std::string text;
+  try {
+    text = read_regular_file(path, 4096);
+  } catch (const std::runtime_error&) {
+    return "an unknown process";
+  }
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.empty()) return "an unknown process";
   return line;
 }
 
 bool exclusively_locked(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   int rc;
   do {

@@ -9,14 +9,12 @@
 
 #include "io/atomic_file.hpp"
 #include "io/json_depth.hpp"
+#include "io/safe_open.hpp"
 
 namespace attndev::io {
 
 JsonlAppender::JsonlAppender(const std::filesystem::path& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    throw std::runtime_error("cannot open " + path.string() +
-                             " for appending: " + std::strerror(errno));
+  fd_ = open_regular_file(path, O_WRONLY | O_CREAT | O_APPEND);
 }
 
 JsonlAppender::~JsonlAppender() {
@@ -53,8 +51,7 @@ void JsonlAppender::append(const std::vector<Json>& records) {
 
 JsonlContents read_jsonl(const std::filesystem::path& path) {
   JsonlContents out;
-  if (!std::filesystem::exists(path)) return out;
-  const std::string text = read_file(path);
+  const std::string text = read_regular_file(path);
   std::size_t pos = 0;
   std::size_t line_number = 0;
   while (pos < text.size()) {

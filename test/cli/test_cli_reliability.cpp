@@ -3,10 +3,13 @@
 // hang or a lost result (issue "Reliability").
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -14,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/npy.hpp"
 #include "spawn.hpp"
 
 namespace fs = std::filesystem;
@@ -471,4 +475,65 @@ TEST_CASE(
     CHECK_THAT(r.err, Catch::Contains("No space left on device"));
     CHECK(fs::is_symlink(dir / "w1.csv"));
   }
+}
+
+TEST_CASE("match refuses a non-finite output, as run fails one", "[cli][hardening][match]") {
+  const fs::path dir = work_dir() / "match_nan";
+  fs::create_directories(dir / "inputs");
+  for (const char* name : {"q", "k", "v"})
+    attndev::io::write_npy(dir / "inputs" / (std::string(name) + ".npy"),
+                           {name, attndev::io::DType::f32, {8, 4}, std::vector<double>(32, 0.5)});
+  attndev::io::write_npy(dir / "o.npy", {"o", attndev::io::DType::f32, {8, 4},
+                                         std::vector<double>(32, std::nan(""))});
+  const Result r = run_cli({"match", (dir / "o.npy").string(), "--inputs", (dir / "inputs").string()});
+  INFO(r.out << r.err);
+  CHECK(r.signal == 0);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("32 NaN") && Catch::Contains("first at flat index 0"));
+}
+
+TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed",
+          "[cli][hardening][external]") {
+  const fs::path pid_file = work_dir() / "ext_sleep.pid";
+  const fs::path cfg = write_config("ext_sleep", R"({"name": "ext_sleep",
+    "axes": {"seq_len": 16, "head_dim": 8},
+    "variants": [{"name": "ext",
+      "external": "exec sh -c 'echo $$ > )" + pid_file.string() + R"(; exec sleep 60' {inputs} {output}"}]})");
+  const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / "ext_sleep_out").string()});
+  REQUIRE(wait_until([&] { return fs::exists(pid_file) && fs::file_size(pid_file) > 0; }));
+  long pid = 0;
+  std::ifstream(pid_file) >> pid;
+  REQUIRE(pid > 0);
+  ::kill(c.pid, SIGKILL);
+  const Result r = wait_for(c);
+  CHECK(r.signal == SIGKILL);
+  // Gone, or a zombie that only waits for its new parent to reap it.
+  const auto ended = [&] {
+    if (::kill(static_cast<pid_t>(pid), 0) != 0) return true;
+    std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t close = stat.rfind(')');
+    return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
+  };
+  CHECK(wait_until(ended, 10));
+}
+
+TEST_CASE("report --metric picks the summary's columns without a rerun", "[cli][hardening][report]") {
+  const fs::path cfg = write_config("tiny_metric", kTiny);
+  const fs::path dir = work_dir() / "tiny_metric";
+  REQUIRE(run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"}).code == 0);
+  const Result r = run_cli({"report", dir.string(), "--metric", "mean_abs"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(slurp(dir / "summary.md"), Catch::Contains("mean_abs"));
+  const Result bad = run_cli({"report", dir.string(), "--metric", "mean_ab"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--metric") && Catch::Contains("mean_abs"));
+  // Editing `metrics` or `description` keeps the folder: the same rows, no rerun.
+  std::string text = kTiny;
+  text.insert(text.find("\"axes\""), R"("description": "d", "metrics": ["rmse"], )");
+  const Result rerun = run_cli({"run", write_config("tiny_metric2", text).string(), "-o",
+                                dir.string(), "--no-summary"});
+  INFO(rerun.err);
+  CHECK(rerun.code == 0);
+  CHECK_THAT(rerun.out + rerun.err, Catch::Contains("0 run now"));
 }

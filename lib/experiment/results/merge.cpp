@@ -7,6 +7,7 @@
 #include "experiment/results/results_store.hpp"
 #include "io/atomic_file.hpp"
 #include "io/jsonl.hpp"
+#include "io/safe_open.hpp"
 
 namespace attndev::experiment {
 
@@ -59,7 +60,7 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   std::string text;
   for (const io::Json& r : stored.runs) text += io::jsonl_line(r) + "\n";
   for (const io::Json& r : stored.rows) text += io::jsonl_line(r) + "\n";
-  io::write_file_atomic(dir / "results.jsonl", text);
+  io::write_regular_file_atomic(dir / "results.jsonl", text);
   write_result_tables(dir, config, plan, stored, writer);
   return report;
 }

@@ -10,6 +10,7 @@
 #include "io/csv.hpp"
 #include "io/json_depth.hpp"
 #include "io/markdown.hpp"
+#include "io/safe_open.hpp"
 
 namespace attndev::experiment {
 
@@ -198,7 +199,7 @@ std::size_t table_rows(const std::filesystem::path& dir) {
   std::size_t json_rows = 0, csv_rows = 0;
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / "results.json", ec)) {
-    const std::string text = io::read_file(dir / "results.json");
+    const std::string text = io::read_regular_file(dir / "results.json");
     if (!io::json_depth_error(text)) {
       const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (doc.is_object() && doc.contains("rows") && doc["rows"].is_array())
@@ -207,7 +208,7 @@ std::size_t table_rows(const std::filesystem::path& dir) {
   }
   if (std::filesystem::is_regular_file(dir / "results.csv", ec)) {
     // Records, not lines: a quoted field (a status message) may hold a newline.
-    const std::string text = io::read_file(dir / "results.csv");
+    const std::string text = io::read_regular_file(dir / "results.csv");
     std::size_t records = 0;
     bool quoted = false;
     for (char c : text) {
@@ -237,12 +238,12 @@ void check_tables_not_shrinking(const std::filesystem::path& dir, std::size_t ro
 void write_result_tables(const std::filesystem::path& dir, const Config& config, const Plan& plan,
                          const StoredResults& results, const io::Provenance& writer) {
   check_tables_not_shrinking(dir, results.rows.size());
-  io::write_file_atomic(dir / "results.csv", results_csv(results.rows));
-  io::write_file_atomic(dir / "results.json",
+  io::write_regular_file_atomic(dir / "results.csv", results_csv(results.rows));
+  io::write_regular_file_atomic(dir / "results.json",
                         results_document(config, results, writer)
                                 .dump(1, ' ', false, Json::error_handler_t::replace) +
                             "\n");
-  io::write_file_atomic(dir / "summary.md", summary_markdown(config, plan, results, writer));
+  io::write_regular_file_atomic(dir / "summary.md", summary_markdown(config, plan, results, writer));
 }
 
 }  // namespace attndev::experiment

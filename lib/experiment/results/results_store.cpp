@@ -1,12 +1,20 @@
 #include "experiment/results/results_store.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <unordered_map>
 
+#include "experiment/results/result_row.hpp"
 #include "experiment/run/status.hpp"
 #include "io/atomic_file.hpp"
 #include "io/json_depth.hpp"
 #include "io/jsonl.hpp"
+#include "io/safe_open.hpp"
+#include "experiment/spec/stable_hash.hpp"
 
 namespace attndev::experiment {
 
@@ -43,11 +51,17 @@ std::string start_over_hint(const fs::path& dir) {
 
 Json read_manifest_json(const fs::path& dir) {
   const fs::path path = manifest_path(dir);
-  if (!fs::exists(path))
+  std::error_code ec;
+  if (fs::symlink_status(path, ec).type() == fs::file_type::not_found)
     throw OutputDirError(dir.string() +
                          " has no run.json: it is not an attndev results folder "
                          "(or the run never started)");
-  const std::string text = io::read_file(path);
+  std::string text;
+  try {
+    text = io::read_regular_file(path);
+  } catch (const std::runtime_error& e) {
+    throw OutputDirError(e.what());
+  }
   if (const auto deep = io::json_depth_error(text))
     throw OutputDirError(path.string() + " is " + *deep + ": not a valid attndev manifest; " +
                          start_over_hint(dir));
@@ -57,6 +71,19 @@ Json read_manifest_json(const fs::path& dir) {
     throw OutputDirError(path.string() + " is not a valid attndev manifest; " +
                          start_over_hint(dir));
   return manifest;
+}
+
+// Said when a manifest's hash is the one an older attndev computed: the folder is not refused
+// for nothing, and the user learns why and what to do.
+std::string legacy_note(const Json& manifest, const fs::path& dir) {
+  if (!manifest.is_object() || !manifest.contains("config") || !manifest.contains("config_hash") ||
+      !manifest["config_hash"].is_string() ||
+      legacy_config_hash(manifest["config"]) != manifest["config_hash"].get<std::string>())
+    return {};
+  return ". It was written by an older attndev, whose config hash also covered keys that cannot "
+         "change a row (description, metrics, dump); its rows are not taken as this config's "
+         "without a check. Rerun into a new folder, or recompute here with `attndev run CONFIG -o " +
+         dir.string() + " --force-new` (deletes its results); the older attndev still reads it";
 }
 
 bool is_results_jsonl(const std::string& name) {
@@ -70,11 +97,15 @@ Config read_manifest_config(const fs::path& dir) {
   const Json manifest = read_manifest_json(dir);
   try {
     Config config = parse_config(manifest["config"].dump());
-    if (config.hash != manifest["config_hash"].get<std::string>())
+    if (config.hash != manifest["config_hash"].get<std::string>()) {
+      const std::string legacy = legacy_note(manifest, dir);
       throw OutputDirError(manifest_path(dir).string() + ": config hash " +
                            manifest["config_hash"].get<std::string>() +
-                           " does not match its config (hash " + config.hash +
-                           "); the manifest was edited or written by another version");
+                           " does not match its config (hash " + config.hash + ")" +
+                           (legacy.empty()
+                                ? "; the manifest was edited or written by another version"
+                                : legacy));
+    }
     return config;
   } catch (const ConfigError& e) {
     throw OutputDirError(manifest_path(dir).string() +
@@ -168,14 +199,22 @@ OutputLock lock_folder(const fs::path& dir, const std::string& what) {
                          writers_of(dir) +
                          "); its tables would be replaced under it. Wait for it to finish");
   lock.folder_->write_owner(what);
+  // Nobody else writes the folder now: every temporary file in it is a killed writer's.
+  io::remove_stale_temporaries(dir);
   return lock;
 }
 
 void prepare_output_dir(const fs::path& dir, const Config& config, bool force_new) {
   const fs::path path = manifest_path(dir);
-  if (fs::exists(path)) {
+  std::error_code ec;
+  if (fs::symlink_status(path, ec).type() != fs::file_type::not_found) {
     std::string old_hash = "?", old_name = "?";
-    const std::string text = io::read_file(path);
+    std::string text;
+    try {
+      text = io::read_regular_file(path);
+    } catch (const std::runtime_error& e) {
+      throw OutputDirError(e.what());
+    }
     Json manifest = io::json_depth_error(text)
                         ? Json()
                         : Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -185,12 +224,21 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
       if (manifest.contains("config_name") && manifest["config_name"].is_string())
         old_name = manifest["config_name"].get<std::string>();
     }
-    if (old_hash == config.hash) return;
+    if (old_hash == config.hash) {
+      // Same rows, other presentation keys (metrics, description): the manifest takes the new
+      // ones, so the tables show what the config now asks for.
+      if (manifest.contains("config") && manifest["config"] != config.effective) {
+        manifest["config"] = config.effective;
+        io::write_regular_file_atomic(path, manifest.dump(2) + "\n");
+      }
+      return;
+    }
     if (!force_new)
       throw OutputDirError(dir.string() + " holds results of another config (\"" + old_name +
                            "\", hash " + old_hash + "); this config (\"" + config.name +
                            "\", -a overrides included) has hash " + config.hash +
-                           ". Use another -o folder, or --force-new to delete the old results");
+                           ". Use another -o folder, or --force-new to delete the old results" +
+                           legacy_note(manifest, dir));
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
       if (is_results_jsonl(name) || name == "results.csv" || name == "results.json" ||
@@ -244,6 +292,66 @@ std::optional<std::string> row_problem(const Json& row, const Point& point) {
 
 }  // namespace
 
+std::string file_content_hash(const fs::path& path) {
+  const int fd = io::open_regular_file(path, O_RDONLY);
+  std::uint64_t h = kFnv1a64Offset;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      ::close(fd);
+      throw std::runtime_error("cannot read " + path.string() + ": " + std::strerror(saved));
+    }
+    if (n == 0) break;
+    h = fnv1a64(std::string_view(buffer, static_cast<std::size_t>(n)), h);
+  }
+  ::close(fd);
+  return hex16(splitmix64_finalize(h));
+}
+
+Json inputs_content_hashes(const Config& config) {
+  Json out = Json::object();
+  for (const AxisValue& value : config.axis("inputs").values)
+    if (const auto* file = std::get_if<InputsFile>(&value); file && !file->path.empty())
+      out[file->path] = file_content_hash(file->path);
+  return out;
+}
+
+namespace {
+
+// A run record of another config (a shard run with another policy, rows left after run.json was
+// deleted), or one whose inputs files held other contents than an earlier record's, is refused:
+// mixing them would report rows of two experiments as one.
+void check_run_record(const Json& record, const Config& config, const fs::path& file,
+                      std::size_t line, Json& inputs_hashes) {
+  const std::string where = file.string() + ":" + std::to_string(line);
+  const auto hash = record.find("config_hash");
+  if (hash != record.end() && hash->is_string() && hash->get<std::string>() != config.hash)
+    throw OutputDirError(where + ": rows written for config hash " + hash->get<std::string>() +
+                         ", but the folder's config has hash " + config.hash +
+                         "; they belong to another config and are not mixed in. Move the file "
+                         "away, or start over with `attndev run CONFIG -o " +
+                         file.parent_path().string() + " --force-new`");
+  const auto inputs = record.find("inputs_hashes");
+  if (inputs == record.end() || !inputs->is_object()) return;
+  for (const auto& [path, content] : inputs->items()) {
+    if (!content.is_string()) continue;
+    if (!inputs_hashes.contains(path)) {
+      inputs_hashes[path] = content;
+    } else if (inputs_hashes[path].get<std::string>() != content.get<std::string>()) {
+      throw OutputDirError(where + ": inputs file " + path + " had content hash " +
+                           content.get<std::string>() + " for these rows but " +
+                           inputs_hashes[path].get<std::string>() +
+                           " for earlier ones: the file changed between runs or shards. Put "
+                           "the original file back, or start over with --force-new");
+    }
+  }
+}
+
+}  // namespace
+
 StoredResults load_results(const fs::path& dir, const Config& config, const Plan& plan,
                            const std::string& only_file) {
   StoredResults out;
@@ -282,6 +390,7 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       const Json& record = contents.records[r];
       const std::string kind = record.value("record", "");
       if (kind == "run") {
+        check_run_record(record, config, dir / name, contents.line_numbers[r], out.inputs_hashes);
         out.runs.push_back(record);
         continue;
       }
@@ -305,7 +414,17 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       slots.resize(config.variants.size());
       if (!slots[v->second].is_null()) {
         ++out.duplicate_rows;
-        continue;
+        // A point with a failed row was run again (run retries it): its later copy supersedes
+        // the whole earlier one, so a row never mixes with the ratios of another attempt.
+        if (!std::any_of(slots.begin(), slots.end(), [](const Json& j) {
+              return !j.is_null() && row_status(j).kind == StatusKind::failed;
+            }))
+          continue;
+        out.duplicate_rows += static_cast<std::size_t>(std::count_if(
+                                  slots.begin(), slots.end(),
+                                  [](const Json& j) { return !j.is_null(); })) -
+                              1;
+        for (Json& j : slots) j = nullptr;
       }
       slots[v->second] = record;
     }
@@ -327,7 +446,8 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
 
 RepairReport repair_results_file(const fs::path& file, const Config& config, const Plan& plan) {
   RepairReport report;
-  if (!fs::exists(file)) return report;
+  std::error_code ec;
+  if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return report;
   const io::JsonlContents contents = io::read_jsonl(file);
   StoredResults kept = load_results(file.parent_path(), config, plan, file.filename().string());
   const std::size_t total =
@@ -338,8 +458,9 @@ RepairReport repair_results_file(const fs::path& file, const Config& config, con
   std::string text;
   for (const Json& r : kept.runs) text += io::jsonl_line(r) + "\n";
   for (const Json& r : kept.rows) text += io::jsonl_line(r) + "\n";
-  io::write_file_atomic(file, text);
+  io::write_regular_file_atomic(file, text);
   report.dropped = total - keep;
+  report.superseded = kept.duplicate_rows;
   return report;
 }
 

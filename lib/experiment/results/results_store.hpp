@@ -95,10 +95,23 @@ struct StoredResults {
   // "results.jsonl:17: <why>", for the warning that names them.
   std::vector<std::string> malformed_rows;
   std::vector<std::string> files;  // the JSONL files read
+  // Content hash of every inputs file, by path, as the run records recorded it (all agree).
+  io::Json inputs_hashes = io::Json::object();
 };
 
-// Reads every results*.jsonl in DIR (or only `only_file` when non-empty). Rows are matched to the
-// plan by point id; the first copy of a (point, variant) wins.
+// A content hash (16 hex digits) of a file's bytes; std::runtime_error naming it when it cannot
+// be read. Never follows a FIFO or device (io/safe_open.hpp).
+std::string file_content_hash(const std::filesystem::path& path);
+
+// {path: content hash} of every file of the config's `inputs` axis: recorded in each run record,
+// so that rows measured on other contents of a file are never mixed with these.
+io::Json inputs_content_hashes(const Config& config);
+
+// Reads every results*.jsonl in DIR (or only `only_file` when non-empty). Throws OutputDirError
+// naming the file and line when a run record holds another config hash than `config`'s, or an
+// inputs file's content hash other than an earlier record's. Rows are matched to the
+// plan by point id; the first copy of a (point, variant) wins, except that a later copy of a
+// point holding a failed row (a retry) replaces all of that point's earlier rows.
 StoredResults load_results(const std::filesystem::path& dir, const Config& config, const Plan& plan,
                            const std::string& only_file = "");
 
@@ -106,6 +119,7 @@ StoredResults load_results(const std::filesystem::path& dir, const Config& confi
 // plan and duplicates, so that appending the rerun of those points leaves no duplicates.
 struct RepairReport {
   std::size_t dropped = 0;            // records dropped (0: the file was left untouched)
+  std::size_t superseded = 0;         // of which rows repeated or replaced by a retry
   std::vector<std::string> problems;  // StoredResults::malformed_rows of the file
 };
 RepairReport repair_results_file(const std::filesystem::path& file, const Config& config,

@@ -4,9 +4,16 @@
 //
 // Protocol: attndev writes the point's Q, K, V (rounded to the variant's format) to {inputs}, a
 // .safetensors file (experiment/run/tensor_io.hpp: tensors q, k, v of shape (B, H, N, d), metadata
-// with every axis), runs the command through /bin/sh with the placeholders replaced (each value
-// shell-quoted), and reads O from {output} (.safetensors or .npy). stdin is /dev/null; stdout and
-// stderr are captured.
+// with every axis), runs the command through /bin/sh and reads O from {output} (.safetensors or
+// .npy). stdin is /dev/null; stdout and stderr are read through pipes and only their last
+// kExternalTailBytes kept (a chatty command must not fill the disk).
+//
+// No value can become shell syntax: a placeholder is replaced by a reference to an environment
+// variable that holds the value ({output} -> "${ATTNDEV_OUTPUT}", {seq_len} ->
+// "${ATTNDEV_AXIS_SEQ_LEN}"), so the shell expands it once and never parses it, whatever the
+// output folder's name or an axis value holds. A placeholder inside quotes ("{output}",
+// sh -c '... {inputs}') is refused before the sweep starts: quoted, its value would be pasted into
+// text that another shell may parse again. Nested shell code names the variables itself.
 //
 // Every way it can go wrong is a row status, and nothing else of the sweep is lost:
 //   exit status 77         skipped: external command: <stderr tail>  (it cannot run here: no GPU
@@ -18,11 +25,18 @@
 //   O of the wrong shape   failed: external output has shape (..), expected (..)
 //   NaN/inf in O           failed: external output holds 3 NaN and 0 infinite values ...
 //                          (the metrics are still recorded: nan_count, inf_count)
-// The command runs in its own process group, so a timeout kills its children too.
+// The command runs in its own process group; after every call (a normal exit included) the whole
+// tree is ended: the group, then every process orphaned to attndev (a subreaper), which catches
+// children that left the group with setsid. The command gets SIGKILL when attndev dies.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "attention/attention.hpp"
 #include "experiment/spec/config.hpp"
@@ -43,8 +57,63 @@ struct ExternalResult {
 ExternalResult run_external(const Variant::External& external, numerics::Format format,
                             const ExternalContext& context, const attention::Shape& expected);
 
-// The command line with every placeholder replaced; exposed for tests and `attndev plan`.
+// The command line with every placeholder replaced by its environment variable's reference
+// ({output} -> "${ATTNDEV_OUTPUT}"); exposed for tests and `attndev plan`. Throws
+// std::invalid_argument for a template that external_template_problem refuses.
 std::string expand_command(const std::string& command, numerics::Format format,
                            const ExternalContext& context);
+
+// Why `command` cannot be run safely (a placeholder inside quotes, an unclosed brace), or nullopt.
+std::optional<std::string> external_template_problem(const std::string& command);
+
+// The environment entries ("NAME=value") that the placeholders of expand_command refer to:
+// ATTNDEV_INPUTS, ATTNDEV_OUTPUT, ATTNDEV_FORMAT and ATTNDEV_AXIS_<AXIS> for every axis.
+std::vector<std::string> external_environment(numerics::Format format,
+                                              const ExternalContext& context);
+
+// The environment variable a placeholder names ("output" -> "ATTNDEV_OUTPUT").
+std::string placeholder_variable(std::string_view name);
+
+// ---- Process handling, shared by the one-shot and the worker forms of the protocol ----
+
+// How much of a command's stdout and of its stderr is kept (the last bytes).
+inline constexpr std::size_t kExternalTailBytes = std::size_t{64} << 10;
+
+// The last `capacity` bytes written to a stream.
+class BoundedTail {
+ public:
+  explicit BoundedTail(std::size_t capacity = kExternalTailBytes) : capacity_(capacity) {}
+  void append(std::string_view bytes);
+  std::string text() const;            // the bytes kept, oldest first
+  std::size_t dropped() const { return dropped_; }  // bytes discarded from the front
+
+ private:
+  std::size_t capacity_;
+  std::string buffer_;
+  std::size_t dropped_ = 0;
+};
+
+// `text` with every control character (C0, DEL, C1) and invalid UTF-8 byte written as \xNN, so
+// that a command's output can never drive the terminal that prints a status, nor put a NUL byte
+// in a CSV cell.
+std::string escape_control(std::string_view text);
+
+struct ProcessExit {
+  enum class Kind { exited, signaled, timed_out, stopped, spawn_failed } kind = Kind::exited;
+  int code = 0;  // exit status or signal number
+  std::string error;
+  std::string stdout_tail, stderr_tail;  // raw bytes, at most kExternalTailBytes each
+};
+
+// Runs `command` through /bin/sh -c with `environment` added to attndev's, in its own process
+// group, stdin /dev/null, and ends its whole tree (end_process_tree) before returning.
+ProcessExit run_shell_command(const std::string& command,
+                              const std::vector<std::string>& environment, double timeout_s,
+                              const std::function<bool()>& stop_requested);
+
+// Kills process group `group` and every process orphaned to this one (which becomes a
+// subreaper on the first call of run_shell_command) outside attndev's own process group, and
+// reaps them.
+void end_process_tree(pid_t group);
 
 }  // namespace attndev::experiment

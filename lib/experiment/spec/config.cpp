@@ -696,6 +696,21 @@ int Config::output_reference(std::size_t v) const {
   return -1;  // the config-wide reference is the variant itself: nothing to compare
 }
 
+std::string config_hash(const json& effective) {
+  json hashed = effective;
+  if (hashed.is_object())
+    for (auto it = hashed.begin(); it != hashed.end();)
+      it = it.key() == "description" || it.key() == "metrics" || it.key() == "dump" ||
+                   config::is_comment_key(it.key())
+               ? hashed.erase(it)
+               : std::next(it);
+  return stable_hash_hex(hashed.dump());
+}
+
+std::string legacy_config_hash(const json& effective) {
+  return stable_hash_hex(effective.dump());
+}
+
 Config parse_config(std::string_view text, std::span<const std::string> overrides) {
   if (const auto deep = io::json_depth_error(text)) throw ConfigError("", "the JSON is " + *deep);
   json root;
@@ -759,7 +774,7 @@ Config parse_config(std::string_view text, std::span<const std::string> override
                             "; \"golden\" or one of: " + join_names(std::span(names).subspan(1)));
   }
   c.effective = root;
-  c.hash = stable_hash_hex(root.dump());
+  c.hash = config_hash(root);
   return c;
 }
 

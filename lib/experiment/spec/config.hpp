@@ -141,7 +141,7 @@ struct Config {
   // DIR/dump/ (experiment/run/dump.hpp).
   bool dump = false;
   nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
-  std::string hash;          // stable_hash_hex(effective.dump())
+  std::string hash;          // config_hash(effective)
 
   const AxisValues& axis(std::string_view name) const;
   // Index into `variants` of the variant whose metrics v's ratios divide by, or -1.
@@ -149,6 +149,14 @@ struct Config {
   // Index of the variant whose output v is compared with element by element, or -1 (golden).
   int output_reference(std::size_t v) const;
 };
+
+// The hash that names a config's results: over `effective` without the keys that cannot change
+// a row's numbers (`description`, `metrics`, `dump`, "_" comments), so editing those keeps the
+// results folder usable; every other key is in it.
+std::string config_hash(const nlohmann::json& effective);
+// The hash attndev wrote before presentation keys left it (over the whole effective config):
+// recognizes an older results folder to say so, never to accept it.
+std::string legacy_config_hash(const nlohmann::json& effective);
 
 // Parses and validates a config. `overrides` are `-a` strings such as "seq_len=[512,1024]" or
 // "block_c=64" (a scalar is a one-value list; a value that is not JSON is taken as a string).
