@@ -25,7 +25,8 @@ Wire protocol (what attndev and this file agree on): requests arrive on stdin, o
 line ({"id", "inputs", "output", "format", "axes"}); answers go to the fd named by
 $ATTNDEV_WORKER_FD, one JSON object a line: {"ready": true} once after the import, then
 {"id", "status": "done"|"failed"|"skipped", "error"|"reason"}. Whatever else is printed, to stdout
-or stderr, is the worker's log. End of file on stdin ends the worker.
+or stderr, is the worker's log. End of file on stdin ends the worker, also in the middle of a
+point (attndev has gone).
 """
 
 import os
@@ -41,7 +42,9 @@ import importlib  # noqa: E402
 import importlib.util  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import select  # noqa: E402
 import struct  # noqa: E402
+import threading  # noqa: E402
 import traceback  # noqa: E402
 
 import numpy as np
@@ -196,6 +199,20 @@ def compute(function, request, args):
     return answer
 
 
+def _exit_when_closed(fd):
+    """Ends this process when the other end of the requests is closed, even in the middle of a
+    point: attndev closes it when it ends a worker, and the kernel closes it when attndev dies
+    (killed, crashed), so that a worker computing an hour-long point (or hung in one) never
+    outlives it. Only hang-up is watched, never readable data: a pending request is the main
+    thread's."""
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP | getattr(select, "POLLRDHUP", 0))
+    while True:
+        for _, events in poller.poll():
+            if events & (select.POLLHUP | getattr(select, "POLLRDHUP", 0) | select.POLLNVAL):
+                os._exit(0)
+
+
 def serve(function, args=(), requests=None, answers=None):
     """Answers requests until end of file. `requests`/`answers` default to stdin and the fd in
     $ATTNDEV_WORKER_FD."""
@@ -212,6 +229,8 @@ def serve(function, args=(), requests=None, answers=None):
         answers.write(json.dumps(obj) + "\n")
         answers.flush()
 
+    if requests is sys.stdin:
+        threading.Thread(target=_exit_when_closed, args=(sys.stdin.fileno(),), daemon=True).start()
     answer({"ready": True, "protocol": 1, "pid": os.getpid()})
     while True:
         line = requests.readline()

@@ -233,3 +233,16 @@ def test_without_the_answer_fd_it_says_how_it_is_run(tmp_path):
                        env=env, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert r.returncode != 0
     assert "ATTNDEV_WORKER_FD is not set" in r.stderr
+
+
+def test_ends_mid_point_when_attndev_is_gone(tmp_path, inputs):
+    """attndev killed while a point runs closes the worker's stdin (the kernel does): the worker
+    exits at once instead of finishing (or hanging in) the point."""
+    path, *_ = inputs
+    w = Worker(f"{NUMPY_SCRIPT}:worker_point", "--fail", "hang", tmp=tmp_path)
+    assert w.answer()["ready"]
+    w.proc.stdin.write(json.dumps({"id": 1, "inputs": str(path), "output": str(tmp_path / "o"),
+                                   "format": "fp32", "axes": {}}) + "\n")
+    w.proc.stdin.flush()
+    time.sleep(0.5)  # into the function's sleep (the test passes either way: a hang is an hour)
+    assert w.close() == 0  # close() waits at most 30 s; the point would take an hour
