@@ -31,7 +31,8 @@
 // skipped answer keeps the worker: it said what happened and is ready for the next request. A
 // worker found dead between points is replaced before the next request, which it never saw.
 // Workers are ended (end of file, then the group killed after a grace) by end_workers(), which
-// runs when attndev exits; a worker whose attndev died reads end of file and exits.
+// runs when attndev exits; when attndev dies the kernel closes the request socket, and
+// attndev.worker exits on that hang-up even mid-point.
 #pragma once
 
 #include <string>
