@@ -13,6 +13,15 @@ Debian's python3-numpy), including each way an external command can go wrong (--
 (SIGABRT), a non-zero exit with a message on stderr, exit status 77 ("cannot run here": the row
 says skipped), a hang past attndev's timeout, an output of the wrong shape, NaNs in the output, no
 output file at all.
+
+The same computation in worker form (one process per run, docs/configs.md#external-workers):
+
+    python3 python/attndev/worker.py scripts/external/numpy_attention.py:worker_point \
+        [--dtype float32|float64] [--fail crash|exit|skip|hang|shape|nan|none [--fail-at N]]
+
+worker_point takes the causal flag from the point's axes; --fail-at N fails from the worker's Nth
+point on (default 1: every point), so that a crash or hang mid-run is followed by a fresh worker
+that computes the next point again.
 """
 import argparse
 import os
@@ -39,6 +48,40 @@ def attention(q, k, v, causal, dtype):
     p = np.exp(s - m)
     l = p.sum(axis=-1, keepdims=True)
     return (p @ v) / np.where(l > 0, l, 1)
+
+
+_calls = 0  # points this worker process has computed, for --fail-at
+
+
+def worker_point(q, k, v, meta):
+    """attndev.worker's entry: O of one point, as main() computes it, from arrays and the axes."""
+    global _calls
+    _calls += 1
+    ap = argparse.ArgumentParser(prog="numpy_attention.py:worker_point")
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--fail", default="none",
+                    choices=["none", "crash", "exit", "skip", "hang", "shape", "nan"])
+    ap.add_argument("--fail-at", type=int, default=1)
+    a = ap.parse_args(meta["args"])
+    fail = a.fail if _calls >= a.fail_at else "none"
+    if fail == "crash":
+        os.abort()
+    if fail == "exit":
+        print("numpy_attention: refusing on purpose (--fail exit)", file=sys.stderr)
+        sys.exit(3)
+    if fail == "skip":
+        print("numpy_attention: cannot run here (--fail skip)", file=sys.stderr)
+        sys.exit(77)
+    if fail == "hang":
+        time.sleep(3600)
+    dtype = np.float32 if a.dtype == "float32" else np.float64
+    o = attention(q, k, v, bool(meta["axes"].get("causal", False)), dtype)
+    if fail == "shape":
+        o = o[..., :-1]
+    if fail == "nan":
+        o = o.copy()
+        o.flat[::7] = np.nan
+    return o
 
 
 def main():

@@ -4,11 +4,15 @@
     torch_attention.py INPUTS OUTPUT --impl IMPL --dtype bf16|fp16|fp32
                        [--device cpu|cuda] [--block-r BR] [--block-c BC] [--causal true|false]
                        [--threads N]
+    python3 python/attndev/worker.py scripts/external/torch_attention.py:worker_point \
+                       --impl IMPL --dtype bf16|fp16|fp32 [--device ...] [--threads N]
 
 Reads Q, K, V (B, H, N, d) from INPUTS (safetensors, as attndev writes them), runs one
 implementation in the working dtype, writes O (tensor "o", the working dtype) to OUTPUT.
 Exits 77 (attndev: row "skipped") when the implementation cannot run here, e.g. a CUDA backend
-without a GPU or a backend PyTorch refuses for these inputs.
+without a GPU or a backend PyTorch refuses for these inputs. The second form is the same
+computation as a worker (one process per run; docs/configs.md#external-workers): PyTorch's import
+and the device's initialisation are paid once, not per point.
 
 IMPL
   flash      F.scaled_dot_product_attention under sdpa_kernel(SDPBackend.FLASH_ATTENTION). On the
@@ -179,22 +183,31 @@ def explicit(q, k, v, scale, causal):
     return s.softmax(-1) @ v
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def parser(prog=None, per_point=True):
+    """The options of both forms; the per-point form also takes the two file paths."""
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 2)[2])
-    ap.add_argument("inputs")
-    ap.add_argument("output")
+    if per_point:
+        ap.add_argument("inputs")
+        ap.add_argument("output")
     ap.add_argument("--impl", required=True,
                     choices=["flash", "efficient", "cudnn", "math", "explicit", "fa1", "fa2"])
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:N)")
-    ap.add_argument("--block-r", type=int, default=64, help="Br of the fa1/fa2 loops")
-    ap.add_argument("--block-c", type=int, default=64, help="Bc of the fa1/fa2 loops")
-    ap.add_argument("--causal", choices=["true", "false"], default="false")
+    ap.add_argument("--block-r", type=int, default=None,
+                    help="Br of the fa1/fa2 loops (default: the point's block_r in worker form, "
+                         "else 64)")
+    ap.add_argument("--block-c", type=int, default=None, help="Bc of the fa1/fa2 loops (as Br)")
+    ap.add_argument("--causal", choices=["true", "false"], default=None,
+                    help="default: the point's causal axis in worker form, else false")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: default)")
-    a = ap.parse_args()
-    if a.block_r < 1 or a.block_c < 1:
+    return ap
+
+
+def setup(a, ap):
+    """Checks and process-wide settings, once per process (per point, or per worker)."""
+    if (a.block_r is not None and a.block_r < 1) or (a.block_c is not None and a.block_c < 1):
         ap.error("--block-r and --block-c must be >= 1")
     if a.threads > 0:
         torch.set_num_threads(a.threads)
@@ -202,19 +215,21 @@ def main():
         print(f"torch_attention: --device {a.device}: no CUDA device for PyTorch "
               f"{torch.__version__}", file=sys.stderr)
         sys.exit(SKIP)
-    dtype, file_dtype = DTYPES[a.dtype]
-    tensors, _ = safetensors_io.read(a.inputs)
-    # The file holds values of the working dtype (attndev rounded them): the casts are exact.
-    q, k, v = (torch.from_numpy(np.ascontiguousarray(tensors[n], dtype=np.float32))
-               .to(a.device).to(dtype) for n in ("q", "k", "v"))
+
+
+def compute(q, k, v, a, causal, block_r, block_c):
+    """O of one point in the working dtype (a tensor on a.device) from numpy q, k, v (B, H, N, d)."""
+    dtype, _ = DTYPES[a.dtype]
+    # The arrays hold values of the working dtype (attndev rounded them): the casts are exact.
+    q, k, v = (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
+               .to(a.device).to(dtype) for x in (q, k, v))
     scale = 1.0 / math.sqrt(q.shape[-1])
-    causal = a.causal == "true"
     with torch.no_grad():
         try:
             if a.impl == "fa1":
-                o = fa1(q, k, v, scale, a.block_r, a.block_c, causal)
+                o = fa1(q, k, v, scale, block_r, block_c, causal)
             elif a.impl == "fa2":
-                o = fa2(q, k, v, scale, a.block_r, a.block_c, causal)
+                o = fa2(q, k, v, scale, block_r, block_c, causal)
             elif a.impl == "explicit":
                 o = explicit(q, k, v, scale, causal)
             else:
@@ -228,8 +243,45 @@ def main():
             raise
         if o.is_cuda:
             torch.cuda.synchronize()
-    o = o.to(dtype).float().cpu().numpy()
-    safetensors_io.write(a.output, {"o": (o, file_dtype)},
+    return o.to(dtype)
+
+
+_worker_options = {}  # parsed worker arguments, by their words: set up once per process
+
+
+def worker_point(q, k, v, meta):
+    """The entry of the worker form (python/attndev/worker.py; docs/configs.md#external-workers):
+
+        python3 python/attndev/worker.py scripts/external/torch_attention.py:worker_point \
+            --impl fa2 --dtype bf16 [--device cuda] [--threads N]
+
+    PyTorch is imported and the device set up once per run, not once per point. causal, and Br/Bc
+    of fa1/fa2, come from the point's axes unless given (a worker whose loops use the tiles is
+    configured with "tiles": true, so that it is asked once per tile point). Returns O as a tensor
+    of the working dtype: written to {output} exactly as the per-point form writes it."""
+    key = tuple(meta["args"])
+    if key not in _worker_options:
+        ap = parser("torch_attention.py:worker_point", per_point=False)
+        a = ap.parse_args(meta["args"])
+        setup(a, ap)
+        _worker_options[key] = a
+    a = _worker_options[key]
+    axes = meta["axes"]
+    causal = a.causal == "true" if a.causal is not None else bool(axes.get("causal", False))
+    block_r = a.block_r or int(axes.get("block_r", 64))
+    block_c = a.block_c or int(axes.get("block_c", 64))
+    return compute(q, k, v, a, causal, block_r, block_c)
+
+
+def main():
+    ap = parser()
+    a = ap.parse_args()
+    setup(a, ap)
+    tensors, _ = safetensors_io.read(a.inputs)
+    o = compute(tensors["q"], tensors["k"], tensors["v"], a, a.causal == "true",
+                a.block_r or 64, a.block_c or 64)
+    o = o.float().cpu().numpy()
+    safetensors_io.write(a.output, {"o": (o, DTYPES[a.dtype][1])},
                          {"torch": torch.__version__, "impl": a.impl, "device": a.device,
                           "dtype": a.dtype})
 

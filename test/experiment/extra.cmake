@@ -6,7 +6,9 @@
 #   experiment_external_torch_framework
 #                              framework-bf16/fp16 against the PyTorch loops they model
 #                              (scripts/external/torch_attention.py; a python3 with torch)
-foreach(t external_numpy external_torch_framework)
+#   experiment_external_worker external variants in worker form (python/attndev/worker.py with
+#                              the numpy implementation; python3 with numpy)
+foreach(t external_numpy external_torch_framework external_worker)
   add_executable(experiment_${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.cpp)
   target_link_libraries(experiment_${t} PRIVATE attndev_catch_main ${ATTNDEV_TEST_LIBS}
                         nlohmann_json::nlohmann_json)
@@ -21,3 +23,4 @@ endforeach()
 set_tests_properties(experiment_external_numpy PROPERTIES LABELS "experiment;external")
 set_tests_properties(experiment_external_torch_framework PROPERTIES LABELS
                      "experiment;external;torch")
+set_tests_properties(experiment_external_worker PROPERTIES LABELS "experiment;external")

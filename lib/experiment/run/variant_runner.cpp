@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "experiment/run/external.hpp"
+#include "experiment/run/external_worker.hpp"
 
 #if ATTNDEV_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -84,7 +85,10 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
           return outcome;
         }
         ExternalResult r =
-            run_external(*variant.external, variant.policy.input, *external, inputs.shape());
+            variant.external->worker
+                ? run_worker_point(*variant.external, variant.name, variant.policy.input, *external,
+                                   inputs.shape())
+                : run_external(*variant.external, variant.policy.input, *external, inputs.shape());
         outcome.status = std::move(r.status);
         outcome.output = std::move(r.output);
         break;

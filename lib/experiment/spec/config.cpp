@@ -454,13 +454,8 @@ std::vector<std::string_view> placeholder_names() {
   return names;
 }
 
-Variant::External parse_external(const json& v, const std::string& path) {
-  Variant::External e;
-  const json& command = v["external"];
-  require_type(command, config::join_path(path, "external"),
-               command.is_string() && !command.get<std::string>().empty(),
-               "a command line such as \"python3 my_kernel.py {inputs} {output}\"");
-  e.command = command.get<std::string>();
+// The placeholders of a per-point command: known names, {inputs} and {output} present.
+void parse_command_placeholders(const std::string& path, Variant::External& e) {
   const auto names = placeholder_names();
   std::vector<std::string> used;
   for (std::size_t open = e.command.find('{'); open != std::string::npos;
@@ -485,13 +480,68 @@ Variant::External parse_external(const json& v, const std::string& path) {
                             "from {output} (safetensors or npy)");
   e.tile_dependent = std::find(used.begin(), used.end(), "block_r") != used.end() ||
                      std::find(used.begin(), used.end(), "block_c") != used.end();
-  if (v.contains("timeout")) {
-    const json& t = v["timeout"];
-    require_type(t, config::join_path(path, "timeout"),
-                 t.is_number() && t.get<double>() > 0 && t.get<double>() <= 7 * 24 * 3600.0,
-                 "seconds, a number in (0, 604800]");
-    e.timeout_s = t.get<double>();
+}
+
+constexpr std::string_view kWorkerKeys[] = {"worker", "tiles", "start_timeout"};
+
+// `"external": {"worker": COMMAND, "tiles": BOOL, "start_timeout": S}`: a long-lived process sent
+// one point at a time (experiment/run/external_worker.hpp). Its command is started once, so a
+// point's placeholder would have no value: each request carries the paths, format and axes as JSON
+// instead.
+void parse_worker(const json& object, const std::string& path, Variant::External& e) {
+  check_keys(object, path, kWorkerKeys);
+  const std::string worker_path = config::join_path(path, "worker");
+  if (!object.contains("worker"))
+    throw ConfigError(worker_path,
+                      "missing; a worker variant is written \"external\": {\"worker\": \"python3 "
+                      "-m attndev.worker module:function\"} (a per-point command is a string)");
+  const json& command = object["worker"];
+  require_type(command, worker_path, command.is_string() && !command.get<std::string>().empty(),
+               "a command line such as \"python3 -m attndev.worker my_kernel:attention\"");
+  e.command = command.get<std::string>();
+  e.worker = true;
+  for (std::string_view name : placeholder_names()) {
+    std::string placeholder = "{";
+    placeholder.append(name).push_back('}');
+    if (e.command.find(placeholder) != std::string::npos)
+      throw ConfigError(worker_path, "a worker's command takes no placeholder (" + placeholder +
+                                         "): it starts once per run, and each request gives "
+                                         "the point's inputs, output, format and axes as JSON");
   }
+  if (object.contains("tiles")) {
+    const json& t = object["tiles"];
+    require_type(t, config::join_path(path, "tiles"), t.is_boolean(),
+                 "true (the worker reads block_r/block_c: called once per tile point) or false");
+    e.tile_dependent = t.get<bool>();
+  }
+}
+
+// Seconds in (0, one week]: `timeout`, `start_timeout`.
+double parse_seconds(const json& t, const std::string& path) {
+  require_type(t, path, t.is_number() && t.get<double>() > 0 && t.get<double>() <= 7 * 24 * 3600.0,
+               "seconds, a number in (0, 604800]");
+  return t.get<double>();
+}
+
+Variant::External parse_external(const json& v, const std::string& path) {
+  Variant::External e;
+  const json& command = v["external"];
+  if (command.is_object()) {
+    parse_worker(command, config::join_path(path, "external"), e);
+  } else {
+    require_type(command, config::join_path(path, "external"),
+                 command.is_string() && !command.get<std::string>().empty(),
+                 "a command line such as \"python3 my_kernel.py {inputs} {output}\", or an "
+                 "object {\"worker\": COMMAND}");
+    e.command = command.get<std::string>();
+    parse_command_placeholders(path, e);
+  }
+  if (v.contains("timeout"))
+    e.timeout_s = parse_seconds(v["timeout"], config::join_path(path, "timeout"));
+  e.start_timeout_s = std::max(e.timeout_s, 60.0);
+  if (command.is_object() && command.contains("start_timeout"))
+    e.start_timeout_s =
+        parse_seconds(command["start_timeout"], config::join_path(path, "external.start_timeout"));
   return e;
 }
 

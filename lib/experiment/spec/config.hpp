@@ -102,7 +102,13 @@ struct Variant {
   struct External {
     std::string command;  // with {inputs}, {output}, {format} and {<axis>} placeholders
     double timeout_s = 600;
-    bool tile_dependent = false;  // the command names {block_r} or {block_c}
+    bool tile_dependent = false;  // the command names {block_r} or {block_c}; a worker: `tiles`
+    // `"external": {"worker": COMMAND}`: the command starts one long-lived process per run that is
+    // sent one point at a time (experiment/run/external_worker.hpp), not one process per point.
+    bool worker = false;
+    // A worker's start (interpreter, `import torch`, CUDA initialisation) may take far longer than
+    // a point: bounded apart, by `start_timeout` (default: `timeout`, at least 60 s).
+    double start_timeout_s = 600;
   };
   std::optional<External> external;
 };
