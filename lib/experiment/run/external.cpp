@@ -481,10 +481,17 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
         "external command exited with status " + std::to_string(exit.code) + why, err_log));
     return r;
   }
+  return read_external_output(output, expected, "external command exited 0", err_log);
+}
+
+ExternalResult read_external_output(const std::filesystem::path& output,
+                                    const attention::Shape& expected, const std::string& done,
+                                    const std::string& log) {
+  ExternalResult r;
+  std::error_code ec;
   if (!std::filesystem::exists(output, ec) &&
       !std::filesystem::exists(output.string() + ".npy", ec)) {
-    r.status = Status::failed(
-        with_tail("external command exited 0 but wrote no {output} file", err_log, false));
+    r.status = Status::failed(with_tail(done + " but wrote no {output} file", log, false));
     return r;
   }
   try {
@@ -495,7 +502,7 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
     const std::string path = output.string();
     for (std::size_t at = what.find(path); at != std::string::npos; at = what.find(path))
       what.replace(at, path.size(), "{output}");
-    r.status = Status::failed(with_tail("external " + what, err_log, false));
+    r.status = Status::failed(with_tail("external " + what, log, false));
     return r;
   }
   std::int64_t nan = 0, inf = 0, first = -1;

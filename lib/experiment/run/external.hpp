@@ -32,6 +32,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -56,6 +57,14 @@ struct ExternalResult {
 // `expected` is the shape of Q, K, V (O is (B, H, N_q, d)). Never throws for a failing command.
 ExternalResult run_external(const Variant::External& external, numerics::Format format,
                             const ExternalContext& context, const attention::Shape& expected);
+
+// O read back from `output` (safetensors, or `output`.npy) and checked as every external form
+// checks it: a missing file is failed "<done> but wrote no {output} file", an unreadable or
+// misshapen one failed with the reader's reason (both with `log`'s tail), NaN/inf values failed
+// with their counts (the output is kept, so the row still records them).
+ExternalResult read_external_output(const std::filesystem::path& output,
+                                    const attention::Shape& expected, const std::string& done,
+                                    const std::string& log);
 
 // The command line with every placeholder replaced by its environment variable's reference
 // ({output} -> "${ATTNDEV_OUTPUT}"); exposed for tests and `attndev plan`. Throws

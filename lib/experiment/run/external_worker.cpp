@@ -403,40 +403,6 @@ Pool& pool() {
   return p;
 }
 
-// The row's status for a done answer: O read back and checked as in the per-point form.
-ExternalResult read_output(const std::filesystem::path& output, const attention::Shape& expected) {
-  ExternalResult r;
-  std::error_code ec;
-  if (!std::filesystem::exists(output, ec) &&
-      !std::filesystem::exists(output.string() + ".npy", ec)) {
-    r.status = Status::failed("external worker answered done but wrote no {output} file");
-    return r;
-  }
-  try {
-    r.output.o = read_output_file(output, expected);
-  } catch (const std::exception& e) {
-    // Name the file by its role: the path is a temporary folder, gone after the point.
-    std::string what = e.what();
-    const std::string path = output.string();
-    for (std::size_t at = what.find(path); at != std::string::npos; at = what.find(path))
-      what.replace(at, path.size(), "{output}");
-    r.status = Status::failed("external " + what);
-    return r;
-  }
-  std::int64_t nan = 0, inf = 0, first = -1;
-  for (std::size_t i = 0; i < r.output.o.data.size(); ++i) {
-    const double x = r.output.o.data[i];
-    if (std::isfinite(x)) continue;
-    (std::isnan(x) ? nan : inf) += 1;
-    if (first < 0) first = static_cast<std::int64_t>(i);
-  }
-  if (nan + inf > 0)
-    r.status = Status::failed("external output holds " + std::to_string(nan) + " NaN and " +
-                              std::to_string(inf) + " infinite value(s) (first at flat index " +
-                              std::to_string(first) + ")");
-  return r;
-}
-
 // The status an answer line gives, or nullopt when it is not the protocol's answer to `id`.
 std::optional<Status> answer_status(const std::string& line, std::uint64_t id) {
   const json a = json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -515,7 +481,7 @@ ExternalResult run_worker_point(const Variant::External& external, const std::st
     r.status = *status;
     return r;
   }
-  return worker_detail::read_output(output, expected);
+  return read_external_output(output, expected, "external worker answered done", "");
 }
 
 void end_workers() {
