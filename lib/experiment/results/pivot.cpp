@@ -38,12 +38,14 @@ class Labels {
     std::vector<std::size_t> order(order_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     if (numeric()) {
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      // std::sort with the first-appearance index as tie-break, not std::stable_sort: that
+      // instantiates libstdc++ 12's deprecated get_temporary_buffer, which clang 19 reports.
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         double va = 0;
         double vb = 0;
         to_number(order_[a], va);
         to_number(order_[b], vb);
-        return va < vb;
+        return va < vb || (va == vb && a < b);
       });
     }
     std::vector<std::size_t> rank(order.size());
@@ -274,8 +276,12 @@ std::string pivot_markdown(const Pivot& pivot) {
         xs.push_back(pivot.cells[i].x);
     }
     if (pivot.x_numeric) {
-      std::stable_sort(xs.begin(), xs.end(), [](const std::string& a, const std::string& b) {
-        return std::stod(a) < std::stod(b);
+      // Labels are distinct; equal values written differently ("1", "1.0") fall back to text
+      // order, so std::sort (see Labels::ranks for why not stable_sort) gives one order.
+      std::sort(xs.begin(), xs.end(), [](const std::string& a, const std::string& b) {
+        const double va = std::stod(a);
+        const double vb = std::stod(b);
+        return va < vb || (va == vb && a < b);
       });
     }
     out += "\n";
