@@ -7,6 +7,10 @@ The kind of figure is chosen from the experiment name in RESULTS_DIR/results.jso
 name): golden2024-fig3/4/5/6a/6b/6c, fa3-table3, attribution. Every value plotted is the mean over
 trials of a metric of rows with status "ok"; nothing is typed in except the published FA-3 RMSE
 values, drawn as markers next to ours and labelled as published.
+
+The line panels (Fig. 5 and 6) are drawn by draw_pivot.draw_panel, the code that draws
+`attndev plot` figures; for an experiment that is not one of these, use `attndev plot`
+(docs/plot.md), which needs no layout here.
 """
 import argparse
 import csv
@@ -20,6 +24,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from draw_pivot import draw_panel  # noqa: E402
 
 # FA-3 (Shah et al. 2024), Table 3, RMSE vs FP64: what the paper reports, for comparison markers.
 FA3_PUBLISHED = {
@@ -140,17 +147,14 @@ def plot_seqlen(rows, name, out_dir, dpi):
     """Fig. 5: max, mean, std of |difference| vs N (log-log)."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     variants = variants_in_order(rows)
-    for ax, metric in zip(axes, ("max_abs", "mean_abs", "std_abs")):
+    for i, (ax, metric) in enumerate(zip(axes, ("max_abs", "mean_abs", "std_abs"))):
         m = mean_by(rows, ["seq_len"], metric)
+        lines = []
         for v in variants:
             pts = sorted((int(k[0]), y) for k, y in m.items() if k[1] == v)
-            ax.plot([p[0] for p in pts], [positive(p[1]) for p in pts], marker="o", label=v)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("sequence length N")
-        ax.set_title(metric)
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+            lines.append((v, [(p[0], positive(p[1]), None, None) for p in pts]))
+        draw_panel(ax, lines, "none", "sequence length N", "", title=metric, logx=True, logy=True,
+                   legend=i == 0)
     fig.suptitle("Golden et al. Fig. 5 (reproduced): deviation vs sequence length, bf16", y=1.03)
     save(fig, out_dir, name, dpi)
 
@@ -165,18 +169,15 @@ def plot_tiles(rows, name, out_dir, dpi, title):
     labels = [f"{a}x{b}" for a, b in tiles]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     variants = [v for v in variants_in_order(rows) if not v.startswith("baseline")]
-    for ax, metric in zip(axes, ("max_abs", "mean_abs")):
+    for i, (ax, metric) in enumerate(zip(axes, ("max_abs", "mean_abs"))):
         m = mean_by(rows, ["block_r", "block_c"], metric)
-        for v in variants:
-            ax.plot(labels, [positive(m.get((a, b, v), float("nan"))) for a, b in tiles], marker="o", label=v)
         base = [k for k in m if k[2].startswith("baseline")]
         if base:
             ax.axhline(sum(m[k] for k in base) / len(base), color="gray", ls="--", label="baseline")
-        ax.set_yscale("log")
-        ax.set_xlabel("tile Br x Bc")
-        ax.set_ylabel(f"{metric} vs FP64 golden")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+        lines = [(v, [(label, positive(m.get((a, b, v), float("nan"))), None, None)
+                      for label, (a, b) in zip(labels, tiles)]) for v in variants]
+        draw_panel(ax, lines, "none", "tile Br x Bc", f"{metric} vs FP64 golden", logy=True,
+                   legend=i == 0)
     fig.suptitle(title, y=1.03)
     save(fig, out_dir, name, dpi)
 

@@ -1,5 +1,6 @@
 // `attndev slurm CONFIG --shards N -o DIR [--partition P] [--time T] [--cpus-per-task C]
-//                [--gpus-per-task G] [--job-name NAME] [--submit]`
+//                [--gpus-per-task G] [--mem M] [--constraint F] [--gres G] [--sbatch OPTS]...
+//                [--setup LINE]... [--allow-native] [--job-name NAME] [--submit]`
 //
 // Writes DIR/slurm/{config.json, sweep.sbatch, merge.sbatch, submit.sh} (docs/slurm.md): a job
 // array with one task per shard and a merge job that runs after all of them. With --submit it
@@ -103,6 +104,33 @@ std::set<std::size_t> existing_shard_counts(const fs::path& dir) {
   return counts;
 }
 
+struct Prologue {
+  LoadedConfig loaded;             // the config without its "setup" key
+  std::vector<std::string> setup;  // the key's lines
+};
+
+// The "setup" prologue belongs to the scripts, not to the experiment: it is taken out of the
+// config before parsing, so neither the config hash nor the frozen copy the tasks run sees it.
+Prologue load_without_setup(const std::string& path) {
+  std::string text;
+  try {
+    text = io::read_file(path, io::kMaxConfigBytes);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string(e.what()) + " (the config file)");
+  }
+  experiment::SetupSplit split;
+  try {
+    split = experiment::split_setup_key(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(path + ": " + e.what());
+  }
+  try {
+    return {{experiment::parse_config(split.config), split.config}, split.setup};
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(path + (e.path().empty() ? "" : ": " + e.path()) + ": " + e.message());
+  }
+}
+
 }  // namespace
 
 void add_slurm_command(cli::Command& app) {
@@ -115,6 +143,12 @@ void add_slurm_command(cli::Command& app) {
     int cpus_per_task = 1;
     int gpus_per_task = 0;
     std::string job_name;
+    std::string mem;
+    std::string constraint;
+    std::string gres;
+    std::vector<std::string> sbatch;
+    std::vector<std::string> setup;
+    bool allow_native = false;
     bool submit = false;
   };
   auto args = std::make_shared<Args>();
@@ -134,9 +168,25 @@ void add_slurm_command(cli::Command& app) {
   cmd->add_option("--gpus-per-task", args->gpus_per_task,
                   "GPUs per task (SLURM sets CUDA_VISIBLE_DEVICES)");
   cmd->add_option("--job-name", args->job_name, "SLURM job name (default: attndev-<config stem>)");
+  cmd->add_option("--mem", args->mem, "Memory per node, SLURM syntax (16G, 4000M)");
+  cmd->add_option("--constraint", args->constraint,
+                  "Node features the tasks need (SLURM --constraint: avx512, a100&ib)");
+  cmd->add_option("--gres", args->gres, "Generic resources per array task (gpu:a100:1)");
+  cmd->add_option("--sbatch", args->sbatch,
+                  "Further sbatch options for both jobs, e.g. \"--account=proj --qos=normal\" "
+                  "(repeatable; each --name or --name=value)");
+  cmd->add_option("--setup", args->setup,
+                  "A shell line both jobs run before attndev (repeatable; after the config's "
+                  "\"setup\" lines): module load ..., source VENV/bin/activate");
+  cmd->add_flag("--allow-native", args->allow_native,
+                "Accept a binary built with -march=native (ATTNDEV_NATIVE=ON) when every node "
+                "has this machine's CPU; refused otherwise");
   cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
   cmd->callback([args] {
-    const LoadedConfig loaded = load_config_or_usage(args->config, {});
+    // The "setup" prologue belongs to the scripts, not to the experiment: it is taken out of the
+    // config before parsing, so the config hash and the frozen copy the tasks run never see it.
+    const Prologue prologue = load_without_setup(args->config);
+    const LoadedConfig& loaded = prologue.loaded;
     experiment::Plan plan;
     try {
       plan = experiment::make_plan(loaded.config);
@@ -170,6 +220,14 @@ void add_slurm_command(cli::Command& app) {
     options.time_limit = args->time_limit;
     options.cpus_per_task = args->cpus_per_task;
     options.gpus_per_task = args->gpus_per_task;
+    options.mem = args->mem;
+    options.constraint = args->constraint;
+    options.gres = args->gres;
+    options.sbatch = args->sbatch;
+    options.setup = prologue.setup;
+    options.setup.insert(options.setup.end(), args->setup.begin(), args->setup.end());
+    options.native_build = ATTNDEV_NATIVE_BUILD != 0;
+    options.allow_native = args->allow_native;
     experiment::SlurmScripts scripts;
     try {
       scripts = experiment::make_slurm_scripts(options);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """attndev sweeps on a real one-node SLURM cluster (slurmctld + slurmd + munged on this host).
 
-1. `attndev slurm CONFIG --shards 4 --submit`: a 4-task array and its merge job; the merged
+1. `attndev slurm CONFIG --shards 4 --sbatch ... --setup ... --submit` (the config with a
+   "setup" prologue): a 4-task array and its merge job, the sbatch options seen by SLURM, the
+   prologue's output in every task log, the config hash unchanged by it; the merged
    results must equal a single-process `attndev run` point for point (timing columns aside).
 2. The same sweep submitted held: task 3 is cancelled before it starts, task 2 is cancelled while
    it runs (SIGTERM: the runner flushes and exits 75); `attndev merge` must name exactly the
@@ -165,20 +167,48 @@ def shard_row_counts(out_dir):
 
 
 def phase_submit(attndev, cfg, out_dir, single):
-    p = run([attndev, "slurm", cfg, "--shards", 4, "-o", out_dir, "--time", "5", "--submit"])
+    # The config as a cluster user writes it: a "setup" prologue in the config, another line on
+    # the command line, and sbatch options of the site (two in one --sbatch). The scripts are
+    # submitted as generated (--submit runs submit.sh, which runs sbatch on them).
+    with_setup = json.loads(cfg.read_text())
+    with_setup["setup"] = ["export ATTNDEV_PROLOGUE=from-config"]
+    cfg_setup = cfg.with_name("config-setup.json")
+    cfg_setup.write_text(json.dumps(with_setup, indent=2))
+    # --allow-native: the test cluster is this host, so a -march=native build runs on its node.
+    p = run([attndev, "slurm", cfg_setup, "--shards", 4, "-o", out_dir, "--time", "5",
+             "--sbatch", "--comment=attndev-slurm-test --mail-type=NONE",
+             "--setup", 'echo "prologue: $ATTNDEV_PROLOGUE on $(hostname)"', "--allow-native",
+             "--submit"])
     sweep, merge = submitted_ids(p.stdout)
+    script = (out_dir / "slurm" / "sweep.sbatch").read_text()
+    for line in ("#SBATCH --comment=attndev-slurm-test", "#SBATCH --mail-type=NONE",
+                 "export ATTNDEV_PROLOGUE=from-config"):
+        if line not in script.splitlines():
+            raise Failure(f"sweep.sbatch lacks the line {line!r}")
     wait_gone([sweep, merge], timeout=120)
     states = task_states(sweep)
     if sorted(states) != [0, 1, 2, 3] or any(s != ("COMPLETED", "0:0") for s in states.values()):
         raise Failure(f"array tasks did not all complete: {states}")
     if job_state(merge) != "COMPLETED":
         raise Failure(f"merge job {merge} ended {job_state(merge)}")
+    shown = run(["scontrol", "-o", "show", "job", sweep], quiet=True).stdout
+    if "Comment=attndev-slurm-test" not in shown:
+        raise Failure(f"the --sbatch option did not reach SLURM: {shown!r}")
+    for task in range(4):
+        text = "".join(f.read_text() for f in (out_dir / "slurm" / "logs").glob(f"{sweep}_{task}.out"))
+        if "prologue: from-config on " not in text:
+            raise Failure(f"task {task} log lacks the prologue's output: {text!r}")
+    log("sbatch options reached SLURM; every task ran the config's and --setup's prologue")
     check_merge_log(out_dir, merge, "complete")
+    # The prologue is not part of the experiment: the same config hash as the single run.
+    hashes = [json.loads((d / "run.json").read_text())["config_hash"] for d in (out_dir, single)]
+    if hashes[0] != hashes[1]:
+        raise Failure(f"the setup key changed the config hash: {hashes}")
     compare_results(out_dir / "results.jsonl", single / "results.jsonl", "4-task array")
 
 
 def phase_cancel_and_resubmit(attndev, cfg, out_dir, single, n_rows, owned_by_2):
-    run([attndev, "slurm", cfg, "--shards", 4, "-o", out_dir])
+    run([attndev, "slurm", cfg, "--shards", 4, "-o", out_dir, "--allow-native"])
     sweep = run(["sbatch", "--parsable", "--hold", out_dir / "slurm" / "sweep.sbatch"]).stdout
     sweep = sweep.strip().split(";")[0]
     run(["scancel", f"{sweep}_3"])  # held, so it never starts: its shard file never exists

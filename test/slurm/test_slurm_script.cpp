@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiment/cluster/slurm_script.hpp"
+#include "experiment/spec/config.hpp"
 
 namespace fs = std::filesystem;
 using attndev::experiment::default_job_name;
@@ -23,6 +24,8 @@ using attndev::experiment::shell_quote;
 using attndev::experiment::signal_lead_seconds;
 using attndev::experiment::SlurmOptions;
 using attndev::experiment::SlurmScripts;
+using attndev::experiment::split_sbatch_options;
+using attndev::experiment::split_setup_key;
 
 namespace {
 
@@ -328,6 +331,18 @@ TEST_CASE("bad options are refused with the option named", "[slurm]") {
       {"relative config", [](SlurmOptions& o) { o.config_path = "c.json"; }, "config"},
       {"newline in config", [](SlurmOptions& o) { o.config_path = "/c\n.json"; }, "newline"},
       {"bad job name", [](SlurmOptions& o) { o.job_name = "a;b"; }, "job name"},
+      {"mem with two units", [](SlurmOptions& o) { o.mem = "16GB"; }, "--mem"},
+      {"mem without digits", [](SlurmOptions& o) { o.mem = "G"; }, "--mem"},
+      {"constraint with a space", [](SlurmOptions& o) { o.constraint = "a b"; }, "--constraint"},
+      {"gres with a space", [](SlurmOptions& o) { o.gres = "gpu 1"; }, "--gres"},
+      {"short sbatch option", [](SlurmOptions& o) { o.sbatch = {"-A proj"}; }, "--account=proj"},
+      {"sbatch without dashes", [](SlurmOptions& o) { o.sbatch = {"account=p"}; }, "--sbatch"},
+      {"sbatch with a quote", [](SlurmOptions& o) { o.sbatch = {"--comment='x'"}; }, "quotes"},
+      {"sbatch empty", [](SlurmOptions& o) { o.sbatch = {"  "}; }, "--sbatch"},
+      {"sbatch owned option", [](SlurmOptions& o) { o.sbatch = {"--array=1-3"}; }, "themselves"},
+      {"sbatch owned via flag", [](SlurmOptions& o) { o.sbatch = {"--mem=4G"}; }, "use --mem"},
+      {"setup with newline", [](SlurmOptions& o) { o.setup = {"a\nb"}; }, "--setup"},
+      {"native build", [](SlurmOptions& o) { o.native_build = true; }, "-DATTNDEV_NATIVE=OFF"},
   };
   for (const Case& c : cases) {
     SlurmOptions o = base_options();
@@ -339,5 +354,117 @@ TEST_CASE("bad options are refused with the option named", "[slurm]") {
     } catch (const std::invalid_argument& e) {
       CHECK(std::string(e.what()).find(c.message) != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("cluster options: mem, constraint, gres and extra sbatch options in the headers",
+          "[slurm]") {
+  SlurmOptions o = base_options();
+  o.mem = "16G";
+  o.constraint = "avx512&ib";
+  o.gres = "gpu:a100:1";
+  o.sbatch = {"--account=proj7  --qos=normal", "--exclusive"};
+  const SlurmScripts s = make_slurm_scripts(o);
+  check_directives_first(s.sweep);
+  check_directives_first(s.merge);
+  for (const std::string& script : {s.sweep, s.merge}) {
+    CHECK(has_line(script, "#SBATCH --mem=16G"));
+    CHECK(has_line(script, "#SBATCH --constraint=avx512&ib"));
+    CHECK(has_line(script, "#SBATCH --account=proj7"));
+    CHECK(has_line(script, "#SBATCH --qos=normal"));
+    CHECK(has_line(script, "#SBATCH --exclusive"));
+  }
+  CHECK(has_line(s.sweep, "#SBATCH --gres=gpu:a100:1"));
+  CHECK(count_prefix(s.merge, "#SBATCH --gres") == 0);  // merging needs no GPU
+}
+
+TEST_CASE("sbatch options: one string holds several, each checked", "[slurm]") {
+  CHECK(split_sbatch_options(" --account=a\t--qos=b --exclusive ") ==
+        std::vector<std::string>{"--account=a", "--qos=b", "--exclusive"});
+  CHECK(split_sbatch_options("--mail-type=END,FAIL") ==
+        std::vector<std::string>{"--mail-type=END,FAIL"});
+  for (const std::string bad : {"-", "--", "--=x", "--a=", "--1x", "--a#b", "--job-name=x"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(split_sbatch_options(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("setup lines run before attndev in order, and a failing line stops the job",
+          "[slurm]") {
+  Sandbox box;
+  SlurmOptions o = base_options();
+  // An unset variable in a sourced profile must not trip the script's `set -u`.
+  o.setup = {"export ATTNDEV_SETUP_A=\"${NOT_SET_ANYWHERE}one\"", "echo \"setup two\""};
+  SlurmScripts s = make_slurm_scripts(o);
+  check_directives_first(s.sweep);
+  check_directives_first(s.merge);
+  const fs::path log = box.dir / "srun.log";
+  box.write("bin/srun", recorder(log, "echo \"srun sees $ATTNDEV_SETUP_A\""), true);
+  const std::string env = "PATH=" + shell_quote((box.dir / "bin").string()) + ":\"$PATH\" ";
+  fs::path sweep = box.write("sweep.sbatch", s.sweep, false);
+  Run r = run_shell(env + "SLURM_ARRAY_TASK_ID=1 bash " + shell_quote(sweep.string()));
+  INFO(s.sweep << "\n" << r.output);
+  CHECK(r.status == 0);
+  const auto two = r.output.find("setup two\n");
+  const auto seen = r.output.find("srun sees one\n");
+  CHECK(two != std::string::npos);
+  CHECK(seen != std::string::npos);
+  CHECK(two < seen);
+  CHECK(s.merge.find("export ATTNDEV_SETUP_A=") < s.merge.find("exec "));
+
+  o.setup = {"echo before", "false", "echo after"};
+  s = make_slurm_scripts(o);
+  fs::remove(log);
+  sweep = box.write("sweep.sbatch", s.sweep, false);
+  r = run_shell(env + "SLURM_ARRAY_TASK_ID=1 bash " + shell_quote(sweep.string()));
+  INFO(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.find("setup line failed (exit 1): false") != std::string::npos);
+  CHECK(r.output.find("after") == std::string::npos);
+  CHECK_FALSE(fs::exists(log));  // attndev never started
+}
+
+TEST_CASE("a -march=native binary is refused unless allowed, and then warns in every log",
+          "[slurm]") {
+  SlurmOptions o = base_options();
+  CHECK(make_slurm_scripts(o).sweep.find("march=native") == std::string::npos);
+  o.native_build = true;
+  CHECK_THROWS_AS(make_slurm_scripts(o), std::invalid_argument);
+  o.allow_native = true;
+  const SlurmScripts s = make_slurm_scripts(o);
+  check_directives_first(s.sweep);
+  for (const std::string& script : {s.sweep, s.merge}) {
+    CHECK(script.find("echo \"WARNING: ") != std::string::npos);
+    CHECK(script.find("-DATTNDEV_NATIVE=OFF") != std::string::npos);
+  }
+}
+
+TEST_CASE("a config's setup key is split off and never reaches the config hash", "[slurm]") {
+  const std::string plain = R"({"name": "s", "axes": {"seq_len": [64]},
+                               "variants": [{"name": "b", "algorithm": "baseline",
+                                             "policy": "kernel-bf16"}]})";
+  const std::string with_list =
+      R"({"setup": ["module load gcc", "source /v/bin/activate"], "name": "s",
+          "axes": {"seq_len": [64]}, "variants": [{"name": "b", "algorithm": "baseline", "policy": "kernel-bf16"}]})";
+  const auto split = split_setup_key(with_list);
+  CHECK(split.had_key);
+  CHECK(split.setup == std::vector<std::string>{"module load gcc", "source /v/bin/activate"});
+  CHECK(split.config.find("setup") == std::string::npos);
+  CHECK(attndev::experiment::parse_config(split.config).hash ==
+        attndev::experiment::parse_config(plain).hash);
+
+  const auto one = split_setup_key(R"({"name": "s", "setup": "module load x"})");
+  CHECK(one.setup == std::vector<std::string>{"module load x"});
+
+  // No key, or text the config parser must explain itself: passed through untouched.
+  for (const std::string& text : {plain, std::string("{not json"), std::string("[1]")}) {
+    const auto same = split_setup_key(text);
+    CHECK_FALSE(same.had_key);
+    CHECK(same.setup.empty());
+    CHECK(same.config == text);
+  }
+  for (const std::string bad : {R"({"setup": 3})", R"({"setup": ["a", 1]})"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(split_setup_key(bad), std::invalid_argument);
   }
 }

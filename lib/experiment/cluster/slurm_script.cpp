@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "io/json_depth.hpp"
+
 namespace attndev::experiment {
 namespace {
 
@@ -53,6 +57,65 @@ void require_path(std::string_view what, const std::string& path) {
   }
 }
 
+// Options the generator writes itself, with the flag of `attndev slurm` that sets each: given
+// through --sbatch they would contradict a line of the script (SLURM keeps the last, silently).
+struct OwnedOption {
+  std::string_view name;
+  std::string_view use;
+};
+constexpr OwnedOption kOwnedOptions[] = {
+    {"array", "the array is one task per shard (--shards); resubmit parts with submit.sh LIST"},
+    {"job-name", "use --job-name"},
+    {"output", "task logs go to DIR/slurm/logs, which merge and the docs rely on"},
+    {"error", "task logs go to DIR/slurm/logs, which merge and the docs rely on"},
+    {"open-mode", "requeued tasks append to their log"},
+    {"requeue", "tasks are always requeueable"},
+    {"signal", "the signal lead follows --time"},
+    {"ntasks", "each array task is one runner process"},
+    {"cpus-per-task", "use --cpus-per-task"},
+    {"gpus-per-task", "use --gpus-per-task"},
+    {"partition", "use --partition"},
+    {"time", "use --time"},
+    {"mem", "use --mem"},
+    {"constraint", "use --constraint"},
+    {"gres", "use --gres"},
+    {"dependency", "submit.sh chains the merge job afterany the sweep"},
+    {"parsable", "submit.sh passes it"},
+};
+
+constexpr std::string_view kNativeRefusal =
+    "this attndev was built with -march=native (CMake option ATTNDEV_NATIVE=ON, the default): it "
+    "uses every instruction of the CPU that compiled it, and on a compute node with an older or "
+    "different CPU it dies with 'Illegal instruction'. Either rebuild for any x86-64 node "
+    "(cmake -B build/portable -DATTNDEV_NATIVE=OFF && cmake --build build/portable, then run that "
+    "binary's `attndev slurm`), or build on a node of the partition you submit to, or pass "
+    "--allow-native if every node has this machine's CPU";
+
+void validate_resources(const SlurmOptions& o) {
+  if (!o.mem.empty()) {
+    const std::size_t digits = o.mem.find_first_not_of("0123456789");
+    const bool ok = digits != 0 && o.mem.size() <= 12 &&
+                    (digits == std::string::npos ||
+                     (digits + 1 == o.mem.size() &&
+                      std::string_view("KMGTkmgt").find(o.mem.back()) != std::string_view::npos));
+    if (!ok) {
+      throw std::invalid_argument("--mem '" + o.mem +
+                                  "' is not a SLURM memory size: digits with an optional unit "
+                                  "K, M, G or T (e.g. 16G, 4000M; no unit means megabytes)");
+    }
+  }
+  if (!o.constraint.empty() && !all_of_chars(o.constraint, "-_.:&|,[]*()!")) {
+    throw std::invalid_argument("--constraint '" + o.constraint +
+                                "' is not a SLURM feature expression (feature names joined by "
+                                "'&', '|' or ',', no spaces; e.g. avx512 or a100&ib)");
+  }
+  if (!o.gres.empty() && !all_of_chars(o.gres, "-_.:,")) {
+    throw std::invalid_argument("--gres '" + o.gres +
+                                "' is not a SLURM gres list (name[:type][:count], several "
+                                "separated by ','; e.g. gpu:a100:1)");
+  }
+}
+
 void validate(const SlurmOptions& o) {
   require_path("the attndev binary path", o.attndev_path);
   require_path("the config path", o.config_path);
@@ -89,12 +152,53 @@ void validate(const SlurmOptions& o) {
     throw std::invalid_argument("--gpus-per-task must be 0 or more, got " +
                                 std::to_string(o.gpus_per_task));
   }
+  validate_resources(o);
+  for (const std::string& option : o.sbatch) split_sbatch_options(option);
+  for (const std::string& line : o.setup) {
+    if (line.find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
+      throw std::invalid_argument(
+          "setup line contains a newline or NUL: give each line as its own --setup (or its own "
+          "string in the config's \"setup\" list)");
+    }
+  }
+  if (o.native_build && !o.allow_native) {
+    throw std::invalid_argument(std::string(kNativeRefusal));
+  }
 }
 
 // The #SBATCH lines both scripts share: where they run and for how long.
 void placement_lines(std::string& s, const SlurmOptions& o) {
   if (!o.partition.empty()) s += "#SBATCH --partition=" + o.partition + "\n";
   if (!o.time_limit.empty()) s += "#SBATCH --time=" + o.time_limit + "\n";
+  if (!o.mem.empty()) s += "#SBATCH --mem=" + o.mem + "\n";
+  if (!o.constraint.empty()) s += "#SBATCH --constraint=" + o.constraint + "\n";
+  for (const std::string& option : o.sbatch) {
+    for (const std::string& one : split_sbatch_options(option)) s += "#SBATCH " + one + "\n";
+  }
+}
+
+// The prologue runs under `set -e` so that a failed `module load` stops the job with the line
+// in its log instead of running attndev in the wrong environment; it runs before `set -u`,
+// since site profile and activate scripts often read unset variables.
+void setup_lines(std::string& s, const SlurmOptions& o, std::string_view script) {
+  if (o.setup.empty()) return;
+  s += "# setup: the config's \"setup\" lines, then --setup lines\n";
+  s += "trap 'echo \"" + std::string(script) +
+       ": setup line failed (exit $?): $BASH_COMMAND\" >&2' ERR\n";
+  s += "set -e\n";
+  for (const std::string& line : o.setup) s += line + "\n";
+  s += "set +e\n";
+  s += "trap - ERR\n";
+}
+
+void native_warning(std::string& s, const SlurmOptions& o, std::string_view script) {
+  if (!o.native_build) return;
+  s += "# WARNING: attndev was built with -march=native (ATTNDEV_NATIVE=ON) and submitted with\n";
+  s += "# --allow-native: on a node whose CPU lacks an instruction of the build machine it dies\n";
+  s += "# with 'Illegal instruction' (exit 132). Rebuild with -DATTNDEV_NATIVE=OFF if it does.\n";
+  s += "echo \"WARNING: " + std::string(script) + ": attndev built with -march=native runs on $(hostname); "
+       "'Illegal instruction' means this node's CPU differs from the build machine's: rebuild "
+       "with -DATTNDEV_NATIVE=OFF\" >&2\n";
 }
 
 std::string render_sweep(const SlurmOptions& o) {
@@ -113,6 +217,7 @@ std::string render_sweep(const SlurmOptions& o) {
   s += "#SBATCH --ntasks=1\n";
   s += "#SBATCH --cpus-per-task=" + cpus + "\n";
   if (o.gpus_per_task > 0) s += "#SBATCH --gpus-per-task=" + gpus + "\n";
+  if (!o.gres.empty()) s += "#SBATCH --gres=" + o.gres + "\n";
   placement_lines(s, o);
   if (const auto limit = parse_slurm_time(o.time_limit); limit && *limit > 0) {
     s += "#SBATCH --signal=TERM@" + std::to_string(signal_lead_seconds(*limit)) + "\n";
@@ -122,6 +227,8 @@ std::string render_sweep(const SlurmOptions& o) {
   s += "#SBATCH --requeue\n";
   s += "#SBATCH --open-mode=append\n";
   s += "#SBATCH --output=" + out_dir + "/" + std::string(kSlurmLogSubdir) + "/%A_%a.out\n";
+  native_warning(s, o, "sweep.sbatch");
+  setup_lines(s, o, "sweep.sbatch");
   s += "set -u\n";
   s += "shards=" + n + "\n";
   s += "task=\"${SLURM_ARRAY_TASK_ID:-}\"\n";
@@ -155,6 +262,8 @@ std::string render_merge(const SlurmOptions& o) {
   s += "#SBATCH --cpus-per-task=1\n";
   placement_lines(s, o);
   s += "#SBATCH --output=" + o.output_dir + "/" + std::string(kSlurmLogSubdir) + "/merge_%j.out\n";
+  native_warning(s, o, "merge.sbatch");
+  setup_lines(s, o, "merge.sbatch");
   s += "exec " + shell_quote(o.attndev_path) + " merge " + shell_quote(o.output_dir) + "\n";
   return s;
 }
@@ -226,6 +335,83 @@ std::optional<long> parse_slurm_time(std::string_view text) {
 long signal_lead_seconds(long time_limit_seconds) {
   constexpr long kMaxLead = 120;
   return std::max(1L, std::min(kMaxLead, time_limit_seconds / 4));
+}
+
+std::vector<std::string> split_sbatch_options(std::string_view text) {
+  std::vector<std::string> options;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    options.emplace_back(text.substr(i, end - i));
+    i = end;
+  }
+  if (options.empty()) {
+    throw std::invalid_argument(
+        "--sbatch '': no option given; pass e.g. --sbatch \"--account=proj --qos=normal\"");
+  }
+  for (const std::string& option : options) {
+    const std::size_t eq = option.find('=');
+    const bool dashes = option.size() > 2 && option.compare(0, 2, "--") == 0;
+    const std::string name =
+        dashes ? option.substr(2, eq == std::string::npos ? eq : eq - 2) : std::string();
+    const bool long_form = dashes && !name.empty() &&
+                           std::isalpha(static_cast<unsigned char>(name.front())) &&
+                           all_of_chars(name, "-");
+    // The value lands in an `#SBATCH` line, which sbatch splits on white space and reads no
+    // further after '#': quotes and comments cannot be carried.
+    const bool plain_value =
+        eq == std::string::npos ||
+        (eq + 1 < option.size() && option.find_first_of("'\"\\#`$", eq + 1) == std::string::npos);
+    if (!long_form || !plain_value) {
+      throw std::invalid_argument(
+          "--sbatch '" + option +
+          "' does not look like an sbatch option: write each as --name or --name=value without "
+          "quotes or '#' (e.g. --account=proj, --qos=normal, --exclusive; short forms such as "
+          "'-A proj' as --account=proj)");
+    }
+    for (const OwnedOption& owned : kOwnedOptions) {
+      if (name == owned.name) {
+        throw std::invalid_argument("--sbatch '" + option +
+                                    "': the generated scripts set --" + std::string(owned.name) +
+                                    " themselves (" + std::string(owned.use) + ")");
+      }
+    }
+  }
+  return options;
+}
+
+SetupSplit split_setup_key(std::string_view config_text) {
+  SetupSplit split;
+  split.config = std::string(config_text);
+  // Unreadable JSON is left for the config parser, whose message says where it breaks.
+  if (io::json_depth_error(config_text)) return split;
+  nlohmann::json root = nlohmann::json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+  if (!root.is_object() || !root.contains("setup")) return split;
+  const nlohmann::json& setup = root["setup"];
+  const auto bad = [] {
+    return std::invalid_argument(
+        "setup: expected a string or a list of strings, one shell line each (e.g. [\"module "
+        "load gcc\", \"source ~/venv/bin/activate\"])");
+  };
+  if (setup.is_string()) {
+    split.setup.push_back(setup.get<std::string>());
+  } else if (setup.is_array()) {
+    for (const nlohmann::json& line : setup) {
+      if (!line.is_string()) throw bad();
+      split.setup.push_back(line.get<std::string>());
+    }
+  } else {
+    throw bad();
+  }
+  root.erase("setup");
+  split.config = root.dump(2) + "\n";
+  split.had_key = true;
+  return split;
 }
 
 std::string shell_quote(std::string_view text) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attndev::experiment {
 
@@ -26,6 +27,20 @@ struct SlurmOptions {
   std::string time_limit;    // SLURM syntax ("30", "2:00:00", "1-12"); empty: partition default
   int cpus_per_task = 1;     // OMP_NUM_THREADS follows it
   int gpus_per_task = 0;     // >0: each task gets its own GPU(s) through CUDA_VISIBLE_DEVICES
+  std::string mem;           // --mem per node, SLURM syntax ("16G", "4000"); empty: default
+  std::string constraint;    // node features ("avx512", "a100&ib"); empty: any node
+  std::string gres;          // generic resources of each array task ("gpu:a100:1"); sweep only
+  // Further sbatch options, each one "--name" or "--name=value" (`--sbatch`, repeatable; one
+  // string may hold several separated by spaces): --account, --qos, --reservation...
+  std::vector<std::string> sbatch;
+  // Shell lines run in both jobs before attndev (`module load ...`, `source venv/bin/activate`):
+  // the config's "setup" followed by `--setup` lines. A failing line stops the job.
+  std::vector<std::string> setup;
+  // The binary was compiled with -march=native (CMake's ATTNDEV_NATIVE): it may die with SIGILL
+  // on a node whose CPU lacks an instruction of the machine that built it. Refused unless
+  // allow_native, and then the scripts say so in their log.
+  bool native_build = false;
+  bool allow_native = false;
 };
 
 struct SlurmScripts {
@@ -51,6 +66,23 @@ std::optional<long> parse_slurm_time(std::string_view text);
 // to stop at a point boundary and flush (exit 75) before SIGKILL; at most a quarter of the limit,
 // so that short jobs still spend most of their time computing.
 long signal_lead_seconds(long time_limit_seconds);
+
+// Splits one `--sbatch` value into options ("--account=a --qos=b" -> two) and checks that each
+// looks like a long sbatch option that the generator does not already write; throws
+// std::invalid_argument naming the option and the fix.
+std::vector<std::string> split_sbatch_options(std::string_view text);
+
+// The "setup" key of a config's JSON text (a string or a list of strings, one shell line each)
+// and the config text without it: `attndev slurm` writes the prologue into the scripts and
+// gives the runner the rest, so the key can never reach the config's hash. `setup` is empty and
+// `config` the text unchanged when there is no such key. Throws std::invalid_argument when the
+// text is not a JSON object or the key has another type.
+struct SetupSplit {
+  std::vector<std::string> setup;
+  std::string config;
+  bool had_key = false;
+};
+SetupSplit split_setup_key(std::string_view config_text);
 
 // `text` as one word for a POSIX shell (single-quoted; embedded quotes escaped).
 std::string shell_quote(std::string_view text);

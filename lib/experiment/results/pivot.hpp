@@ -1,0 +1,74 @@
+// A pivot of result rows: one metric, grouped by an x column, a series column and optional
+// row/column facets, with the spread over the rows that fall into each cell (the trials).
+//
+// `attndev plot` writes it as CSV and markdown beside the figure, and the drawing script reads
+// the CSV: the numbers in a figure are exactly those of the table beside it.
+//
+// Why a cell must differ only in trial/seed: averaging over an axis the user did not put on the
+// figure (head_dim, say) would draw a mean over different experiments as if it were the spread
+// over trials. make_pivot refuses that and names the axis instead of averaging silently.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "io/json_values.hpp"
+
+namespace attndev::experiment {
+
+struct PivotSpec {
+  std::string metric;  // a numeric column of the rows: rmse, max_abs, ratio_max_abs, ...
+  std::string x;       // column on the x axis: seq_len, block_c, ...
+  std::string series;  // one line per value: variant (default), policy, block_c, ...
+  std::string row;     // facet rows; empty: one
+  std::string col;     // facet columns; empty: one
+};
+
+struct PivotCell {
+  std::string row;     // facet labels ("" without the facet)
+  std::string col;
+  std::string series;  // label of the series value
+  std::string x;       // label of the x value
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+  // Sample standard deviation (n - 1 in the denominator) of the cell's values; 0 when n == 1,
+  // where there is no spread to show.
+  double std = 0;
+  std::size_t n = 0;
+};
+
+struct Pivot {
+  PivotSpec spec;
+  // Ordered by facet row, facet column, series, then x: each label in the order it first
+  // appears in the rows (plan order), except that all-numeric labels sort by value.
+  std::vector<PivotCell> cells;
+  bool x_numeric = false;    // every x label is a number: a line plot, not categories
+  std::size_t rows_used = 0;
+  std::size_t rows_not_ok = 0;     // failed or skipped rows: no numbers to use
+  std::size_t rows_no_value = 0;   // ok rows without a finite number in the metric column
+};
+
+// A request the rows cannot answer (unknown column, no values, a varying axis left out);
+// the message says which and how to fix it.
+class PivotError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Columns make_pivot never groups over, because they identify a trial, not an experiment.
+bool is_trial_column(const std::string& column);
+
+// Throws PivotError.
+Pivot make_pivot(const std::vector<io::Json>& rows, const PivotSpec& spec);
+
+// Long format, RFC 4180: [row] [col] series x mean min max std n, headed by the column names
+// of the spec (e.g. variant,seq_len,mean,...). Numbers in shortest round-trip form.
+std::string pivot_csv(const Pivot& pivot);
+
+// One markdown table per facet: x down, a column per series, "mean (min..max, sd s, n k)" cells.
+std::string pivot_markdown(const Pivot& pivot);
+
+}  // namespace attndev::experiment

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# ctest's plot_draw (test/plot/extra.cmake): `attndev run` on a small sweep with three trials,
+# then `attndev plot` drawing SVG (checked for its legend and error bars), PNG and PDF (checked
+# by their magic bytes), each with its CSV and markdown beside it.
+#   test/plot/draw_test.sh ATTNDEV_BIN
+set -euo pipefail
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "plot_draw: FAILED: $*" >&2; exit 1; }
+
+cat > "$work/sweep.json" <<'JSON'
+{
+  "name": "plot-draw",
+  "axes": {"seq_len": [32, 64, 128], "head_dim": 16, "block_r": 16, "block_c": [8, 16]},
+  "trials": 3,
+  "variants": [
+    {"name": "baseline-bf16", "algorithm": "baseline", "policy": "torch-math-bf16"},
+    {"name": "flash2-bf16", "algorithm": "flash2", "policy": "kernel-bf16",
+     "ratio_to": "baseline-bf16"}
+  ]
+}
+JSON
+"$bin" -q run "$work/sweep.json" -o "$work/out" --no-summary
+
+status=0
+"$bin" plot "$work/out" --metric ratio_max_abs --x seq_len --series block_c --format svg \
+  >"$work/stdout" 2>"$work/stderr" || status=$?
+cat "$work/stderr" >&2
+if [ "$status" -ne 0 ]; then
+  if grep -q "PyPI cannot be reached" "$work/stderr"; then
+    echo "plot_draw: SKIPPED: PyPI cannot be reached, so build/venv-plot has no matplotlib" >&2
+    exit 77
+  fi
+  fail "attndev plot exited $status"
+fi
+svg="$work/out/plot-ratio_max_abs-by-seq_len-block_c.svg"
+[ -s "$svg" ] || fail "$svg not written"
+grep -q "<svg" "$svg" || fail "$svg is not SVG"
+grep -q "block_c=16" "$svg" || fail "$svg has no legend entry block_c=16"
+grep -q "ratio_max_abs" "$svg" || fail "$svg does not name the metric"
+for f in csv md; do [ -s "${svg%.svg}.$f" ] || fail "${svg%.svg}.$f not written beside the figure"; done
+
+"$bin" -q plot "$work/out" --metric rmse --x seq_len --col block_c --spread std \
+  -o "$work/fig.png" >/dev/null
+head -c 8 "$work/fig.png" | od -An -c | grep -q "P   N   G" || fail "fig.png is not a PNG"
+[ -s "$work/fig.csv" ] && [ -s "$work/fig.md" ] || fail "tables not beside -o fig.png"
+
+"$bin" -q plot "$work/out" --metric max_abs --x block_c --series variant --row seq_len \
+  --format pdf -o "$work/fig2" >/dev/null
+head -c 5 "$work/fig2.pdf" | grep -q "%PDF-" || fail "fig2.pdf is not a PDF"
+echo "plot_draw: svg, png and pdf drawn" >&2
