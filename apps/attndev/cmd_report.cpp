@@ -11,6 +11,7 @@
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
 #include "experiment_cli.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attndev::app {
 
@@ -18,12 +19,14 @@ void add_report_command(cli::Command& app) {
   struct Args {
     std::string dir;
     bool quiet_summary = false;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
       "report", "Rebuild summary.md, results.csv and results.json from results*.jsonl");
   cmd->add_option("dir", args->dir, "Results folder of `attndev run`")->required();
   cmd->add_flag("--no-summary", args->quiet_summary, "Do not print summary.md");
+  cmd->add_flag("--json", args->json, "Print results.json (every row) instead of summary.md");
   cmd->callback([args] {
     const std::filesystem::path dir(args->dir);
     try {
@@ -37,7 +40,9 @@ void add_report_command(cli::Command& app) {
                      "to recompute its point)\n",
                      args->dir.c_str(), problem.c_str());
       experiment::write_result_tables(dir, config, plan, stored, io::collect_provenance());
-      if (!args->quiet_summary)
+      if (args->json)
+        std::fputs(io::read_file(dir / "results.json").c_str(), stdout);
+      else if (!args->quiet_summary)
         std::fputs(
             experiment::summary_markdown(config, plan, stored, io::collect_provenance()).c_str(),
             stdout);

@@ -125,7 +125,8 @@ void add_slurm_command(cli::Command& app) {
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("--shards", args->shards, "Number of shards = array tasks")->required();
   cmd->add_option("-o,--out", args->out, "Output folder shared by all tasks (cluster file system)")
-      ->required();
+      ->required()
+      ->non_empty();
   cmd->add_option("--partition", args->partition, "SLURM partition (default: the cluster's)");
   cmd->add_option("--time", args->time_limit,
                   "Time limit per task, SLURM syntax (30, 2:00:00, 1-12); SIGTERM comes shortly "
