@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -136,7 +138,9 @@ void add_slurm_command(cli::Command& app) {
                   "GPUs per task (SLURM sets CUDA_VISIBLE_DEVICES)");
   cmd->add_option("--job-name", args->job_name, "SLURM job name (default: attndev-<config stem>)");
   cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
-  cmd->callback([args] {
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print one JSON object (the scripts written, submit.sh's output)");
+  cmd->callback([args, json] {
     const LoadedConfig loaded = load_config_or_usage(args->config, {});
     experiment::Plan plan;
     try {
@@ -212,6 +216,20 @@ void add_slurm_command(cli::Command& app) {
     log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name, plan.points.size(),
               args->shards, slurm_dir.string());
 
+    nlohmann::json summary = {
+        {"slurm_dir", slurm_dir.string()},
+        {"config", frozen_config.string()},
+        {"points", plan.points.size()},
+        {"shards", args->shards},
+        {"scripts",
+         {(slurm_dir / "sweep.sbatch").string(), (slurm_dir / "merge.sbatch").string(),
+          (slurm_dir / "submit.sh").string()}},
+        {"submitted", false}};
+    if (!args->submit && *json) {
+      std::printf("%s\n",
+                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      return;
+    }
     if (!args->submit) {
       std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",
                   slurm_dir.c_str(), slurm_dir.c_str());
@@ -219,7 +237,14 @@ void add_slurm_command(cli::Command& app) {
     }
     std::string submitted;
     const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
-    std::fputs(submitted.c_str(), stdout);
+    if (*json) {
+      summary["submitted"] = rc == 0;
+      summary["submit_output"] = submitted;
+      std::printf("%s\n",
+                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::fputs(submitted.c_str(), stdout);
+    }
     if (rc != 0) {
       log::error(
           "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "

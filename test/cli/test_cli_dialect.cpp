@@ -163,6 +163,12 @@ TEST_CASE("--json on every command that prints a result", "[cli][dialect]") {
   CHECK(c["matched"] == 4);
   REQUIRE_FALSE(c["metrics"].empty());
   CHECK(c["metrics"][0]["identical"] == c["metrics"][0]["compared"]);
+  const json s = parse_stdout(run_cli({"slurm", cfg.string(), "--shards", "2", "-o",
+                                       (work_dir() / "json_slurm").string(), "--json"}));
+  CHECK(s["shards"] == 2);
+  CHECK(s["submitted"] == false);
+  REQUIRE(s["scripts"].size() == 3);
+  CHECK(fs::exists(s["scripts"][0].get<std::string>()));
 }
 
 TEST_CASE("--force is run's flag for writing over another config's folder; --force-new stays",
