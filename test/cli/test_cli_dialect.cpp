@@ -72,7 +72,7 @@ TEST_CASE("every command that takes threads accepts -j and --threads, 0 meaning 
   }
 }
 
-TEST_CASE("command-line names equal the config keys; the short ones stay as aliases",
+TEST_CASE("command-line names equal the config keys and the short ones stay as aliases",
           "[cli][dialect]") {
   const Result long_names = run_cli({"point",
                                      "--algorithm",
@@ -142,7 +142,7 @@ TEST_CASE("global flags are accepted after the command word", "[cli][dialect]") 
   CHECK_THAT(unknown.err, Catch::Contains("--frobnicate"));
 }
 
-TEST_CASE("--json on every command that prints a result", "[cli][dialect]") {
+TEST_CASE("every command that prints a result takes --json", "[cli][dialect]") {
   const fs::path cfg = tiny_config("json_all", kTwoFormats);
   const fs::path dir = work_dir() / "json_all";
   const json v = parse_stdout(run_cli({"validate", cfg.string(), "--json"}));
@@ -171,7 +171,7 @@ TEST_CASE("--json on every command that prints a result", "[cli][dialect]") {
   CHECK(fs::exists(s["scripts"][0].get<std::string>()));
 }
 
-TEST_CASE("--force is run's flag for writing over another config's folder; --force-new stays",
+TEST_CASE("run takes --force to write over another config's folder and keeps --force-new",
           "[cli][dialect]") {
   const fs::path a = tiny_config("force_a", kTwoFormats);
   const fs::path b =
