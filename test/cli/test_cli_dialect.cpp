@@ -202,7 +202,7 @@ TEST_CASE("bench --algorithm names flash2-tc and says where it is timed", "[cli]
   CHECK_THAT(tc.err, Catch::Contains("scripts/gpu-check.sh"));
 }
 
-TEST_CASE("empty values and seeds outside [0, 2^64 - 1] are refused with the option's name",
+TEST_CASE("empty values and seeds that are not 64-bit unsigned are refused with the option's name",
           "[cli][dialect]") {
   const fs::path cfg = tiny_config("empty_values", kTwoFormats);
   struct Bad {
