@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <exception>
 #include <string_view>
 
@@ -29,6 +30,39 @@ Option* Option::check(Range range) {
 }
 Option* Option::delimiter(char separator) {
   impl_->delimiter(separator);
+  return this;
+}
+Option* Option::hidden() {
+  impl_->group("");
+  return this;
+}
+Option* Option::non_empty() {
+  const std::string name = impl_->get_name();
+  impl_->check(CLI::Validator(
+      [name](std::string& value) -> std::string {
+        if (!value.empty()) return {};
+        return "an empty value; give a non-empty one, or omit " + name + " for its default";
+      },
+      "", "non-empty"));
+  return this;
+}
+Option* Option::unsigned_decimal() {
+  impl_->check(CLI::Validator(
+      [](std::string& value) -> std::string {
+        constexpr std::string_view kMax = "18446744073709551615";  // 2^64 - 1
+        const bool digits =
+            !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+        const std::string_view trimmed = digits
+                                             ? std::string_view(value).substr(std::min(
+                                                   value.find_first_not_of('0'), value.size() - 1))
+                                             : std::string_view{};
+        const bool fits = digits && (trimmed.size() < kMax.size() ||
+                                     (trimmed.size() == kMax.size() && trimmed <= kMax));
+        if (fits) return {};
+        return "expected a decimal integer in [0, 2^64 - 1], got \"" + value +
+               "\" (a negative or fractional value would be wrapped or rounded, not used)";
+      },
+      "", "UINT64"));
   return this;
 }
 std::size_t Option::count() const {
@@ -66,6 +100,9 @@ Option* Command::add_flag(const std::string& name, bool& value, const std::strin
 Option* Command::add_flag(const std::string& name, int& count, const std::string& description) {
   return keep(impl_->add_flag(name, count, description));
 }
+void Command::fallthrough() {
+  impl_->fallthrough();
+}
 void Command::callback(std::function<void()> run) {
   impl_->callback(std::move(run));
 }
@@ -82,6 +119,7 @@ int run(int argc, char** argv, const AppInfo& info,
   app.require_subcommand(1);
   app.set_version_flag("--version", info.version_text);
   Command root(&app);
+  root.fallthrough();
   register_commands(root);
   try {
     app.parse(argc, argv);

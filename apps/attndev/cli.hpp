@@ -41,6 +41,14 @@ class Option {
   Option* capture_default_str();
   Option* check(Range range);
   Option* delimiter(char separator);
+  // Hidden from --help (an alias kept for old command lines, e.g. run's --force-new).
+  Option* hidden();
+  // An empty value ('') is refused with the option's name: an empty path or name never means
+  // "the default" silently (`--inputs ''` measured random inputs, `-o ''` wrote to results/).
+  Option* non_empty();
+  // The text must be a decimal integer in [0, 2^64 - 1]: CLI11's own conversion wraps "-1" to
+  // 2^64 - 1 and clamps "1e26" (a seed that is not the one typed, with no message).
+  Option* unsigned_decimal();
   std::size_t count() const;  // how often it was given
 
  private:
@@ -59,6 +67,9 @@ class Command {
   Option* add_option(const std::string& name, T& value, const std::string& description = "");
   Option* add_flag(const std::string& name, bool& value, const std::string& description = "");
   Option* add_flag(const std::string& name, int& count, const std::string& description = "");
+  // Options this command does not know go on to its parent: global flags (-q, -v) are accepted
+  // after the command word too. Set on the root before the commands are added (they inherit it).
+  void fallthrough();
   void callback(std::function<void()> run);
   // Runs after the whole command line is parsed, before any command's callback (global flags).
   void parse_complete_callback(std::function<void()> run);

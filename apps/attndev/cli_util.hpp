@@ -96,6 +96,13 @@ inline experiment::Distribution parse_distribution_arg(std::string_view text,
   return d;
 }
 
+// config_warnings of a valid config, one "warning:" line each on stderr (stdout keeps the result).
+inline void print_config_warnings(const std::string& config_path,
+                                  const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings)
+    std::fprintf(stderr, "attndev: warning: %s: %s\n", config_path.c_str(), w.c_str());
+}
+
 // Every field of io::collect_provenance(), the one builder, for --json outputs.
 inline nlohmann::json provenance_json() {
   return nlohmann::json(io::to_json(io::collect_provenance()));

@@ -32,6 +32,12 @@ namespace attndev::app {
 
 namespace {
 
+// bench times the CPU emulator; the tensor-core kernel runs only on a GPU, where its timing and
+// its check against the reference are scripts/gpu-check.sh's (conventions #12: check, then time).
+constexpr std::string_view kTensorCoreNote =
+    "flash2-tc, the tensor-core CUDA kernel, is not timed here (bench times the CPU emulator): "
+    "scripts/gpu-check.sh checks and times it on a GPU";
+
 struct BenchArgs {
   int n = 4096;
   int n_kv = 0;  // 0: same as n
@@ -115,7 +121,9 @@ std::vector<Config> configs_of(const BenchArgs& a) {
     out.push_back({"golden fp64", attention::Algorithm::baseline, numerics::kGoldenPolicy, "fp64"});
     return out;
   }
-  const attention::Algorithm algo = parse_algorithm_arg(a.algo, "--algo");
+  if (a.algo == "flash2-tc")
+    throw UsageError("--algorithm flash2-tc: " + std::string(kTensorCoreNote));
+  const attention::Algorithm algo = parse_algorithm_arg(a.algo, "--algorithm");
   const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
   return {{a.algo + " " + a.policy, algo, policy, a.policy}};
 }
@@ -148,14 +156,14 @@ void check(const Config& c, const attention::Shape& shape, const attention::Opti
 }
 
 void check_args(const BenchArgs& a) {
-  require_at_least(a.n, 1, "--n");
-  require_at_least(a.n_kv, 0, "--n-kv");
-  require_at_least(a.d, 1, "--d");
+  require_at_least(a.n, 1, "--seq-len");
+  require_at_least(a.n_kv, 0, "--seq-len-kv");
+  require_at_least(a.d, 1, "--head-dim");
   require_at_least(a.batch, 1, "--batch");
   require_at_least(a.heads, 1, "--heads");
-  require_at_least(a.br, 1, "--br");
-  require_at_least(a.bc, 1, "--bc");
-  require_at_least(a.threads, 0, "--threads");
+  require_at_least(a.br, 1, "--block-r");
+  require_at_least(a.bc, 1, "--block-c");
+  require_at_least(a.threads, 0, "-j/--threads");
   require_at_least(a.repeats, 1, "--repeats");
 }
 
@@ -323,21 +331,23 @@ void add_bench_command(cli::Command& app) {
   cli::Command* cmd = app.add_subcommand(
       "bench",
       "Time the CPU emulator (median of repeats, GFLOP/s) against an Eigen GEMM of equal FLOPs");
-  cmd->add_option("--n", args->n, "Query sequence length N_q")->capture_default_str();
-  cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)");
-  cmd->add_option("--d", args->d, "Head dimension")->capture_default_str();
+  // Names equal the config keys; the short forms stay as aliases (as in `point`).
+  cmd->add_option("--seq-len,--n", args->n, "Query sequence length N_q")->capture_default_str();
+  cmd->add_option("--seq-len-kv,--n-kv", args->n_kv,
+                  "Key/value sequence length (default: --seq-len)");
+  cmd->add_option("--head-dim,--d", args->d, "Head dimension")->capture_default_str();
   cmd->add_option("--batch", args->batch, "Batch size B")->capture_default_str();
   cmd->add_option("--heads", args->heads, "Heads H")->capture_default_str();
-  cmd->add_option("--algo", args->algo,
-                  "baseline | flash1 | flash2 | flash3-fp8 | flash3-fp8-per-tensor | "
-                  "flash3-fp8-no-hadamard | baseline-fp8")
+  cmd->add_option("--algorithm,--algo", args->algo,
+                  config::join_names(algorithm_names()) + " (`attndev list algorithms`); " +
+                      std::string(kTensorCoreNote))
       ->capture_default_str();
   cmd->add_option("--policy", args->policy, "Preset name or policy JSON object")
       ->capture_default_str();
-  cmd->add_option("--br", args->br, "Br: query rows per tile")->capture_default_str();
-  cmd->add_option("--bc", args->bc, "Bc: key/value rows per tile")->capture_default_str();
+  cmd->add_option("--block-r,--br", args->br, "Br: query rows per tile")->capture_default_str();
+  cmd->add_option("--block-c,--bc", args->bc, "Bc: key/value rows per tile")->capture_default_str();
   cmd->add_flag("--causal", args->causal, "Causal mask (bottom-right aligned)");
-  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+  cmd->add_option("-j,--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "Timed repetitions (the median is reported)")
       ->capture_default_str();

@@ -50,17 +50,18 @@ std::string pct(double f) {
 }
 
 attention::Options match_options(const MatchArgs& a) {
-  for (int v : a.br) require_at_least(v, 1, "--br");
-  for (int v : a.bc) require_at_least(v, 1, "--bc");
+  for (int v : a.br) require_at_least(v, 1, "--block-r");
+  for (int v : a.bc) require_at_least(v, 1, "--block-c");
   require_at_least(a.top, 1, "--top");
-  require_at_least(a.threads, 0, "--threads");
+  require_at_least(a.threads, 0, "-j/--threads");
   attention::Options options;
   options.causal = a.causal;
   options.threads = a.threads;
   if (a.scale_on == "query") {
     options.scale_placement = attention::ScalePlacement::query;
   } else if (a.scale_on != "scores") {
-    throw UsageError("--scale-on: unknown placement \"" + a.scale_on + "\"; valid: scores, query");
+    throw UsageError("--scale-placement: unknown placement \"" + a.scale_on +
+                     "\"; valid: scores, query");
   }
   return options;
 }
@@ -230,20 +231,23 @@ void add_match_command(cli::Command& app) {
   cmd->add_option("--inputs", args->inputs,
                   "Q, K, V it was computed from: a .safetensors file with q, k, v, or a folder "
                   "with q.npy, k.npy, v.npy (an `attndev point --dump` inputs file works)")
-      ->required();
-  cmd->add_option("--algo", args->algos, "Candidate algorithms (repeatable)")
+      ->required()
+      ->non_empty();
+  // Names equal the config keys; the short forms stay as aliases (as in `point`).
+  cmd->add_option("--algorithm,--algo", args->algos, "Candidate algorithms (repeatable)")
       ->capture_default_str();
   cmd->add_option("--policy", args->policies,
                   "Candidate policies, presets or JSON objects (repeatable; default: the presets "
                   "whose output format holds every value of OUTPUT, plus fp32 arithmetic with "
                   "bf16/fp16 inputs and output)");
-  cmd->add_option("--br", args->br, "Candidate Br (repeatable)")->capture_default_str();
-  cmd->add_option("--bc", args->bc, "Candidate Bc (repeatable)")->capture_default_str();
+  cmd->add_option("--block-r,--br", args->br, "Candidate Br (repeatable)")->capture_default_str();
+  cmd->add_option("--block-c,--bc", args->bc, "Candidate Bc (repeatable)")->capture_default_str();
   cmd->add_flag("--causal", args->causal, "The output was computed with a causal mask");
-  cmd->add_option("--scale-on", args->scale_on, "Softmax scale placement: scores or query")
+  cmd->add_option("--scale-placement,--scale-on", args->scale_on,
+                  "Softmax scale placement: scores or query")
       ->capture_default_str();
   cmd->add_option("--top", args->top, "Candidates listed")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+  cmd->add_option("-j,--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->callback([args] { run_match(*args); });

@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -14,13 +16,34 @@
 
 namespace attndev::app {
 
+namespace {
+
+void print_merge_json(const experiment::MergeReport& r) {
+  const nlohmann::json out = {{"files", r.files},
+                              {"points_total", r.points_total},
+                              {"points_present", r.points_present},
+                              {"duplicate_rows", r.duplicate_rows},
+                              {"incomplete_points", r.incomplete_points},
+                              {"torn_lines", r.torn_lines},
+                              {"complete", r.missing_ids.empty()},
+                              {"missing_ids", r.missing_ids},
+                              {"shard_count", r.shard_count},
+                              {"missing_shards", r.missing_shards},
+                              {"rerun_array", experiment::array_ranges(r.missing_shards)}};
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
+}  // namespace
+
 void add_merge_command(cli::Command& app) {
   auto dir = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   cli::Command* cmd =
       app.add_subcommand("merge", "Combine shard results in a folder; report missing points");
   cmd->add_option("dir", *dir, "Results folder holding results.shard-<i>-of-<N>.jsonl files")
       ->required();
-  cmd->callback([dir] {
+  cmd->add_flag("--json", *json, "Print one JSON object (counts, missing points) instead of text");
+  cmd->callback([dir, json] {
     experiment::MergeReport r;
     try {
       r = experiment::merge_results(*dir, io::collect_provenance());
@@ -30,6 +53,11 @@ void add_merge_command(cli::Command& app) {
     for (const std::string& problem : r.malformed_rows)
       std::fprintf(stderr, "attndev merge: warning: %s/%s: row dropped, its point is missing\n",
                    dir->c_str(), problem.c_str());
+    if (*json) {
+      print_merge_json(r);
+      if (!r.missing_ids.empty()) throw CommandExit{kExitFailure};
+      return;
+    }
     std::printf("merged %zu file(s): %zu of %zu points present, %zu duplicate rows removed",
                 r.files.size(), r.points_present, r.points_total, r.duplicate_rows);
     if (r.incomplete_points) std::printf(", %zu incomplete points dropped", r.incomplete_points);

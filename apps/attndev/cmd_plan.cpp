@@ -41,18 +41,208 @@ double seconds_per_flop(attention::Algorithm algorithm, const numerics::Precisio
   return s / attention::forward_flops(shape, /*causal=*/false);
 }
 
+struct PlanArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string shard;
+  std::size_t max_points = 40;
+  bool no_estimate = false;
+  int threads = 0;
+  bool json = false;
+};
+
+// What `plan` reports, computed once and printed as a table or as JSON.
+struct PlanView {
+  experiment::Config config;
+  experiment::Plan plan;
+  ShardSpec shard;
+  std::vector<const experiment::Point*> points;  // this shard's
+  std::vector<std::string> warnings;
+  double variant_flops = 0, golden_flops = 0;
+  std::size_t input_sets = 0;
+  std::map<std::size_t, double> flops_by_variant;
+  experiment::PlanPeak peak;
+  std::optional<std::uint64_t> available;
+  std::optional<double> seconds;  // the estimate; none with --no-estimate
+};
+
+// Work: every variant at every point, except tile-independent ones once per input set; plus the
+// fp64 golden once per input set and input format.
+void count_work(PlanView& v) {
+  std::set<std::string> input_sets;
+  std::set<std::pair<std::string, int>> goldens;
+  std::set<std::pair<std::string, std::size_t>> shared;
+  for (const experiment::Point* p : v.points) {
+    const double f = experiment::point_flops(*p);
+    input_sets.insert(p->input_key);
+    for (std::size_t i = 0; i < v.config.variants.size(); ++i) {
+      const experiment::Variant& x = v.config.variants[i];
+      if (goldens.insert({p->input_key, static_cast<int>(x.policy.input)}).second)
+        v.golden_flops += f;
+      if (experiment::tile_independent(x) && !shared.insert({p->input_key, i}).second) continue;
+      v.variant_flops += f;
+      v.flops_by_variant[i] += f;
+    }
+  }
+  v.input_sets = input_sets.size();
+}
+
+PlanView make_view(const PlanArgs& a) {
+  PlanView v;
+  v.config = load_config_or_usage(a.config, a.overrides).config;
+  v.shard = parse_shard(a.shard);
+  try {
+    v.plan = experiment::make_plan(v.config);
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(a.config + ": " + e.what());
+  }
+  for (const experiment::Point& p : v.plan.points)
+    if (experiment::shard_of(p, v.shard.count) == v.shard.index) v.points.push_back(&p);
+  v.warnings = experiment::config_warnings(v.config);
+  count_work(v);
+  v.peak = experiment::plan_peak_bytes(v.config, v.plan, a.threads, v.shard.index, v.shard.count);
+  v.available = io::available_memory_bytes();
+  if (a.no_estimate) return v;
+  double seconds = v.golden_flops * seconds_per_flop(attention::Algorithm::baseline,
+                                                     numerics::kGoldenPolicy, a.threads);
+  for (const auto& [i, f] : v.flops_by_variant) {
+    const experiment::Variant& x = v.config.variants[i];
+    if (x.backend != experiment::Backend::cpu) continue;
+    seconds += f * seconds_per_flop(x.algorithm, x.policy, a.threads);
+  }
+  v.seconds = seconds;
+  return v;
+}
+
+std::string ratio_to_name(const experiment::Config& config, std::size_t v) {
+  const int ref = config.ratio_reference(v);
+  return ref >= 0 && static_cast<std::size_t>(ref) != v
+             ? config.variants[static_cast<std::size_t>(ref)].name
+             : "";
+}
+
+std::string reference_name(const experiment::Config& config, std::size_t v) {
+  const int ref = config.output_reference(v);
+  return ref >= 0 ? config.variants[static_cast<std::size_t>(ref)].name : "";
+}
+
+void print_plan_table(const PlanArgs& a, const PlanView& v) {
+  const experiment::Config& config = v.config;
+  std::printf("config \"%s\" (hash %s)%s%s\n", config.name.c_str(), config.hash.c_str(),
+              config.description.empty() ? "" : ": ", config.description.c_str());
+  std::printf("\nvariants (%zu):\n", config.variants.size());
+  Table variants({"name", "algorithm", "policy", "backend", "baseline", "ratio_to", "reference"});
+  for (std::size_t i = 0; i < config.variants.size(); ++i) {
+    const experiment::Variant& x = config.variants[i];
+    variants.add_row({x.name, experiment::variant_algorithm_name(x), x.policy_label,
+                      experiment::backend_name(x.backend), x.baseline ? "yes" : "",
+                      ratio_to_name(config, i), reference_name(config, i)});
+  }
+  variants.print(stdout, /*left_align_all=*/true);
+
+  std::printf("\npoints: %zu%s (%zu trial(s) x %zu axis combinations)\n", v.points.size(),
+              v.shard.count > 1
+                  ? (" in shard " + std::to_string(v.shard.index) + "/" +
+                     std::to_string(v.shard.count) + " of " + std::to_string(v.plan.points.size()))
+                        .c_str()
+                  : "",
+              config.seeds.size(), v.plan.points.size() / config.seeds.size());
+  std::vector<std::string> header = {"#", "id"};
+  for (const std::string& axis : v.plan.varying_axes) header.push_back(axis);
+  header.push_back("seed");
+  Table table(header);
+  for (std::size_t i = 0; i < v.points.size() && i < a.max_points; ++i) {
+    const experiment::Point& p = *v.points[i];
+    std::vector<std::string> row = {std::to_string(p.index), p.id};
+    for (const std::string& axis : v.plan.varying_axes) row.push_back(p.axes.text(axis));
+    row.push_back(std::to_string(p.seed));
+    table.add_row(row);
+  }
+  table.print(stdout);
+  if (v.points.size() > a.max_points)
+    std::printf("... %zu more (--max-points)\n", v.points.size() - a.max_points);
+
+  if (!v.plan.skipped.empty()) {
+    std::printf("\nskipped axis combinations (%zu):\n", v.plan.skipped.size());
+    std::vector<std::string> sh(v.plan.varying_axes.begin(), v.plan.varying_axes.end());
+    sh.push_back("reason");
+    Table skipped(sh);
+    for (std::size_t i = 0; i < v.plan.skipped.size() && i < a.max_points; ++i) {
+      std::vector<std::string> row;
+      for (const std::string& axis : v.plan.varying_axes)
+        row.push_back(v.plan.skipped[i].axes.text(axis));
+      row.push_back(v.plan.skipped[i].reason);
+      skipped.add_row(row);
+    }
+    skipped.print(stdout, /*left_align_all=*/true);
+  }
+
+  std::printf("\nwork: %.3g GFLOP in variants, %.3g GFLOP in fp64 goldens (%zu input sets)\n",
+              v.variant_flops / 1e9, v.golden_flops / 1e9, v.input_sets);
+  if (v.peak.point)
+    std::printf(
+        "peak memory: %s at point %zu (%s); %s available%s\n",
+        io::format_bytes(v.peak.bytes).c_str(), v.peak.point->index,
+        v.peak.point->describe().c_str(),
+        v.available ? io::format_bytes(*v.available).c_str() : "unknown",
+        v.available && v.peak.bytes > *v.available ? ": `attndev run` would refuse it" : "");
+  if (v.seconds)
+    std::printf(
+        "estimated time: %s on this machine (calibrated on one 256x256x64 problem per variant; "
+        "cuda and external variants not counted)\n",
+        experiment::format_duration(*v.seconds).c_str());
+}
+
+void print_plan_json(const PlanArgs& a, const PlanView& v) {
+  const experiment::Config& config = v.config;
+  nlohmann::json variants = nlohmann::json::array();
+  for (std::size_t i = 0; i < config.variants.size(); ++i) {
+    const experiment::Variant& x = config.variants[i];
+    variants.push_back({{"name", x.name},
+                        {"algorithm", experiment::variant_algorithm_name(x)},
+                        {"policy", x.policy_label},
+                        {"input_format", numerics::format_name(x.policy.input)},
+                        {"backend", experiment::backend_name(x.backend)},
+                        {"baseline", x.baseline},
+                        {"ratio_to", ratio_to_name(config, i)},
+                        {"reference", reference_name(config, i)}});
+  }
+  nlohmann::json points = nlohmann::json::array();
+  for (std::size_t i = 0; i < v.points.size() && i < a.max_points; ++i) {
+    const experiment::Point& p = *v.points[i];
+    points.push_back(
+        {{"index", p.index}, {"id", p.id}, {"axes", p.axes.to_json()}, {"seed", p.seed}});
+  }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (std::size_t i = 0; i < v.plan.skipped.size() && i < a.max_points; ++i)
+    skipped.push_back(
+        {{"axes", v.plan.skipped[i].axes.to_json()}, {"reason", v.plan.skipped[i].reason}});
+  nlohmann::json out = {
+      {"name", config.name},
+      {"hash", config.hash},
+      {"description", config.description},
+      {"variants", variants},
+      {"varying_axes", v.plan.varying_axes},
+      {"points_total", v.plan.points.size()},
+      {"points_in_shard", v.points.size()},
+      {"shard", {{"index", v.shard.index}, {"count", v.shard.count}}},
+      {"points", points},
+      {"skipped_total", v.plan.skipped.size()},
+      {"skipped", skipped},
+      {"variant_gflop", v.variant_flops / 1e9},
+      {"golden_gflop", v.golden_flops / 1e9},
+      {"input_sets", v.input_sets},
+      {"peak_memory_bytes", v.peak.point ? nlohmann::json(v.peak.bytes) : nlohmann::json()},
+      {"available_memory_bytes", v.available ? nlohmann::json(*v.available) : nlohmann::json()},
+      {"estimated_seconds", v.seconds ? nlohmann::json(*v.seconds) : nlohmann::json()},
+      {"warnings", v.warnings}};
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
 }  // namespace
 
 void add_plan_command(cli::Command& app) {
-  struct Args {
-    std::string config;
-    std::vector<std::string> overrides;
-    std::string shard;
-    std::size_t max_points = 40;
-    bool no_estimate = false;
-    int threads = 0;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<PlanArgs>();
   cli::Command* cmd = app.add_subcommand(
       "plan", "Show the points, variants, skipped points, FLOPs and estimated time of a config");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
@@ -64,117 +254,16 @@ void add_plan_command(cli::Command& app) {
   cmd->add_flag("--no-estimate", args->no_estimate,
                 "Skip the calibration run behind the time estimate");
   cmd->add_option("-j,--threads", args->threads, "Threads the estimate assumes (0: all)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the tables");
   cmd->callback([args] {
-    const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
-    const experiment::Config& config = loaded.config;
-    const ShardSpec shard = parse_shard(args->shard);
-    experiment::Plan plan;
-    try {
-      plan = experiment::make_plan(config);
-    } catch (const experiment::ConfigError& e) {
-      throw UsageError(args->config + ": " + e.what());
-    }
-    std::vector<const experiment::Point*> points;
-    for (const experiment::Point& p : plan.points)
-      if (experiment::shard_of(p, shard.count) == shard.index) points.push_back(&p);
-
-    std::printf("config \"%s\" (hash %s)%s%s\n", config.name.c_str(), config.hash.c_str(),
-                config.description.empty() ? "" : ": ", config.description.c_str());
-    std::printf("\nvariants (%zu):\n", config.variants.size());
-    Table variants({"name", "algorithm", "policy", "backend", "baseline", "ratio_to", "reference"});
-    for (std::size_t v = 0; v < config.variants.size(); ++v) {
-      const experiment::Variant& x = config.variants[v];
-      const int ref = config.ratio_reference(v);
-      const int out_ref = config.output_reference(v);
-      variants.add_row(
-          {x.name, experiment::variant_algorithm_name(x), x.policy_label,
-           experiment::backend_name(x.backend), x.baseline ? "yes" : "",
-           ref >= 0 && static_cast<std::size_t>(ref) != v
-               ? config.variants[static_cast<std::size_t>(ref)].name
-               : "",
-           out_ref >= 0 ? config.variants[static_cast<std::size_t>(out_ref)].name : ""});
-    }
-    variants.print(stdout, /*left_align_all=*/true);
-
-    std::printf("\npoints: %zu%s (%zu trial(s) x %zu axis combinations)\n", points.size(),
-                shard.count > 1
-                    ? (" in shard " + std::to_string(shard.index) + "/" +
-                       std::to_string(shard.count) + " of " + std::to_string(plan.points.size()))
-                          .c_str()
-                    : "",
-                config.seeds.size(), plan.points.size() / config.seeds.size());
-    std::vector<std::string> header = {"#", "id"};
-    for (const std::string& a : plan.varying_axes) header.push_back(a);
-    header.push_back("seed");
-    Table table(header);
-    for (std::size_t i = 0; i < points.size() && i < args->max_points; ++i) {
-      const experiment::Point& p = *points[i];
-      std::vector<std::string> row = {std::to_string(p.index), p.id};
-      for (const std::string& a : plan.varying_axes) row.push_back(p.axes.text(a));
-      row.push_back(std::to_string(p.seed));
-      table.add_row(row);
-    }
-    table.print(stdout);
-    if (points.size() > args->max_points)
-      std::printf("... %zu more (--max-points)\n", points.size() - args->max_points);
-
-    if (!plan.skipped.empty()) {
-      std::printf("\nskipped axis combinations (%zu):\n", plan.skipped.size());
-      std::vector<std::string> sh;
-      for (const std::string& a : plan.varying_axes) sh.push_back(a);
-      sh.push_back("reason");
-      Table skipped(sh);
-      for (std::size_t i = 0; i < plan.skipped.size() && i < args->max_points; ++i) {
-        std::vector<std::string> row;
-        for (const std::string& a : plan.varying_axes) row.push_back(plan.skipped[i].axes.text(a));
-        row.push_back(plan.skipped[i].reason);
-        skipped.add_row(row);
-      }
-      skipped.print(stdout, /*left_align_all=*/true);
-    }
-
-    // Work: every variant at every point, except tile-independent ones once per input set; plus
-    // the fp64 golden once per input set and input format.
-    double variant_flops = 0, golden_flops = 0;
-    std::map<std::size_t, double> flops_by_variant;
-    std::set<std::string> input_sets;
-    std::set<std::pair<std::string, int>> goldens;
-    std::set<std::pair<std::string, std::size_t>> shared;
-    for (const experiment::Point* p : points) {
-      const double f = experiment::point_flops(*p);
-      input_sets.insert(p->input_key);
-      for (std::size_t v = 0; v < config.variants.size(); ++v) {
-        const experiment::Variant& x = config.variants[v];
-        if (goldens.insert({p->input_key, static_cast<int>(x.policy.input)}).second)
-          golden_flops += f;
-        if (experiment::tile_independent(x) && !shared.insert({p->input_key, v}).second) continue;
-        variant_flops += f;
-        flops_by_variant[v] += f;
-      }
-    }
-    std::printf("\nwork: %.3g GFLOP in variants, %.3g GFLOP in fp64 goldens (%zu input sets)\n",
-                variant_flops / 1e9, golden_flops / 1e9, input_sets.size());
-    const experiment::PlanPeak peak =
-        experiment::plan_peak_bytes(config, plan, args->threads, shard.index, shard.count);
-    const std::optional<std::uint64_t> available = io::available_memory_bytes();
-    if (peak.point)
-      std::printf("peak memory: %s at point %zu (%s); %s available%s\n",
-                  io::format_bytes(peak.bytes).c_str(), peak.point->index,
-                  peak.point->describe().c_str(),
-                  available ? io::format_bytes(*available).c_str() : "unknown",
-                  available && peak.bytes > *available ? ": `attndev run` would refuse it" : "");
-    if (args->no_estimate) return;
-    double seconds = golden_flops * seconds_per_flop(attention::Algorithm::baseline,
-                                                     numerics::kGoldenPolicy, args->threads);
-    for (const auto& [v, f] : flops_by_variant) {
-      const experiment::Variant& x = config.variants[v];
-      if (x.backend != experiment::Backend::cpu) continue;
-      seconds += f * seconds_per_flop(x.algorithm, x.policy, args->threads);
-    }
-    std::printf(
-        "estimated time: %s on this machine (calibrated on one 256x256x64 problem per variant; "
-        "cuda and external variants not counted)\n",
-        experiment::format_duration(seconds).c_str());
+    if (args->threads < 0)
+      throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
+    const PlanView view = make_view(*args);
+    print_config_warnings(args->config, view.warnings);
+    if (args->json)
+      print_plan_json(*args, view);
+    else
+      print_plan_table(*args, view);
   });
 }
 

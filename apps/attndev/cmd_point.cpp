@@ -96,7 +96,7 @@ experiment::Variant variant_from_flags(const std::string& algo,
   try {
     return experiment::parse_variant(v, "");
   } catch (const config::ConfigError& e) {
-    const std::string flag = e.path() == "algorithm" ? "--algo" : "--" + e.path();
+    const std::string flag = "--" + e.path();
     throw UsageError(flag + ": " + e.message());
   }
 }
@@ -113,7 +113,7 @@ attention::ScalePlacement parse_scale_placement(const std::string& text) {
   if (text == "scores") return attention::ScalePlacement::scores;
   if (text == "query") return attention::ScalePlacement::query;
   constexpr std::string_view kPlacements[] = {"scores", "query"};
-  throw UsageError("--scale-on: unknown placement \"" + text + "\"" +
+  throw UsageError("--scale-placement: unknown placement \"" + text + "\"" +
                    config::did_you_mean(text, kPlacements) + "; valid: scores, query");
 }
 
@@ -126,19 +126,19 @@ PointSetup validate(const PointArgs& a) {
                           : parse_policy_arg(a.baseline_policy, "--baseline-policy");
   s.baseline = variant_from_flags("baseline", s.baseline_policy, "cpu");
   s.baseline.name = "baseline";
-  s.dist = parse_distribution_arg(a.dist, "--dist");
-  require_at_least(a.n, 1, "--n");
-  require_at_least(a.n_kv, 0, "--n-kv");
-  require_at_least(a.d, 1, "--d");
+  s.dist = parse_distribution_arg(a.dist, "--distribution");
+  require_at_least(a.n, 1, "--seq-len");
+  require_at_least(a.n_kv, 0, "--seq-len-kv");
+  require_at_least(a.d, 1, "--head-dim");
   require_at_least(a.batch, 1, "--batch");
   require_at_least(a.heads, 1, "--heads");
-  require_at_least(a.br, 1, "--br");
-  require_at_least(a.bc, 1, "--bc");
-  require_at_least(a.threads, 0, "--threads");
+  require_at_least(a.br, 1, "--block-r");
+  require_at_least(a.bc, 1, "--block-c");
+  require_at_least(a.threads, 0, "-j/--threads");
   if (!a.inputs.empty() && a.shape_flags_given)
     throw UsageError(
-        "--inputs: the shapes and values come from the file; drop --n, --n-kv, --d, --batch, "
-        "--heads, --dist and --seed");
+        "--inputs: the shapes and values come from the file; drop --seq-len, --seq-len-kv, "
+        "--head-dim, --batch, --heads, --distribution and --seed");
   s.options.scale_placement = parse_scale_placement(a.scale_on);
   s.options.causal = a.causal;
   s.options.block_r = a.br;
@@ -279,6 +279,8 @@ void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
   const nlohmann::json out = {
       {"point",
        {{"algorithm", algorithm_label(s.variant)},
+        {"baseline_policy_label", config::policy_label(s.baseline_policy)},
+        {"baseline_policy_from", a.baseline_policy.empty() ? "policy" : "baseline-policy"},
         {"policy", config::policy_to_json(s.policy)},
         {"policy_label", config::policy_label(s.policy)},
         {"policy_stages", config::policy_stages_json(s.policy)},
@@ -324,6 +326,14 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
       config::policy_label(s.baseline_policy).c_str(), shape.batch, shape.heads, shape.seq_q,
       shape.seq_kv, shape.head_dim, a.br, a.bc, a.causal ? "yes" : "no", a.scale_on.c_str(),
       source.c_str());
+  // The ratio's meaning depends on which baseline it divides by: the same policy (how much the
+  // tiling alone costs) or a framework's math path (what a user of the framework would get);
+  // said on every table, since the default is the former.
+  std::printf("baseline: %s (%s)\n", config::policy_label(s.baseline_policy).c_str(),
+              a.baseline_policy.empty()
+                  ? "the variant's own policy, the default; --baseline-policy torch-math-bf16 "
+                    "etc. divides by the framework's math path instead"
+                  : "from --baseline-policy");
   std::printf(
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
       "max_rel floor %s\n\n",
@@ -363,7 +373,9 @@ void add_point_command(cli::Command& app) {
   auto args = std::make_shared<PointArgs>();
   cli::Command* cmd = app.add_subcommand(
       "point", "Measure one point: variant and same-precision baseline against the FP64 golden");
-  cmd->add_option("--algo", args->algo,
+  // Names equal the config keys (docs/configs.md: seq_len -> --seq-len); the short forms stay as
+  // aliases so that existing command lines keep working.
+  cmd->add_option("--algorithm,--algo", args->algo,
                   "Algorithm: baseline, flash1, flash2, the fp8 ones (attndev list algorithms), or "
                   "flash2-tc (the tensor-core kernel, with --backend cuda)")
       ->capture_default_str();
@@ -372,41 +384,48 @@ void add_point_command(cli::Command& app) {
                   "('{\"base\":\"kernel-bf16\",\"prob\":\"fp32\"}')")
       ->capture_default_str();
   cmd->add_option("--baseline-policy", args->baseline_policy,
-                  "Policy of the baseline beside the variant (default: --policy)");
+                  "Policy of the baseline beside the variant (default: --policy, the same "
+                  "precision; torch-math-bf16 etc. for the framework's math path)");
   std::vector<cli::Option*> shape_flags;
   shape_flags.push_back(
-      cmd->add_option("--n", args->n, "Query sequence length")->capture_default_str());
+      cmd->add_option("--seq-len,--n", args->n, "Query sequence length")->capture_default_str());
+  shape_flags.push_back(cmd->add_option("--seq-len-kv,--n-kv", args->n_kv,
+                                        "Key/value sequence length (default: --seq-len)"));
   shape_flags.push_back(
-      cmd->add_option("--n-kv", args->n_kv, "Key/value sequence length (default: --n)"));
-  shape_flags.push_back(cmd->add_option("--d", args->d, "Head dimension")->capture_default_str());
+      cmd->add_option("--head-dim,--d", args->d, "Head dimension")->capture_default_str());
   shape_flags.push_back(
       cmd->add_option("--batch", args->batch, "Batch size")->capture_default_str());
   shape_flags.push_back(
       cmd->add_option("--heads", args->heads, "Number of heads")->capture_default_str());
-  cmd->add_option("--br", args->br, "Rows of Q per tile (flash)")->capture_default_str();
-  cmd->add_option("--bc", args->bc, "Rows of K/V per tile (flash)")->capture_default_str();
+  cmd->add_option("--block-r,--br", args->br, "Rows of Q per tile (flash)")->capture_default_str();
+  cmd->add_option("--block-c,--bc", args->bc, "Rows of K/V per tile (flash)")
+      ->capture_default_str();
   cmd->add_flag("--causal", args->causal, "Causal mask (bottom-right aligned)");
-  cmd->add_option("--scale-on", args->scale_on, "Softmax scale placement: scores or query")
+  cmd->add_option("--scale-placement,--scale-on", args->scale_on,
+                  "Softmax scale placement: scores or query")
       ->capture_default_str();
   shape_flags.push_back(
-      cmd->add_option("--dist", args->dist,
+      cmd->add_option("--distribution,--dist", args->dist,
                       "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
           ->capture_default_str());
   shape_flags.push_back(
       cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
-          ->capture_default_str());
+          ->capture_default_str()
+          ->unsigned_decimal());
   cmd->add_option("--inputs", args->inputs,
                   "Q, K, V from a file instead of a draw: a .safetensors file with tensors q, k, v "
-                  "or a folder with q.npy, k.npy, v.npy; (B,H,N,d), (H,N,d) or (N,d)");
+                  "or a folder with q.npy, k.npy, v.npy; (B,H,N,d), (H,N,d) or (N,d)")
+      ->non_empty();
   cmd->add_option("--dump", args->dump,
                   "Write the rounded Q, K, V, the golden O and both outputs to this folder "
-                  "(safetensors; axes, policy and provenance in the metadata)");
-  cmd->add_option("--threads", args->threads, "Threads (0: all hardware threads)")
+                  "(safetensors; axes, policy and provenance in the metadata)")
+      ->non_empty();
+  cmd->add_option("-j,--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_option("--backend", args->backend,
-                  "Where the variant runs: cpu (emulator) or cuda (GPU; --algo may then also be "
-                  "flash2-tc)")
+                  "Where the variant runs: cpu (emulator) or cuda (GPU; --algorithm may then also "
+                  "be flash2-tc)")
       ->capture_default_str();
   cmd->callback([args, shape_flags] {
     for (const cli::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;

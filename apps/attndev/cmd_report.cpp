@@ -16,6 +16,7 @@
 #include "experiment/results/results_store.hpp"
 #include "config/suggest.hpp"
 #include "experiment_cli.hpp"
+#include "io/atomic_file.hpp"
 
 namespace attndev::app {
 
@@ -24,6 +25,7 @@ void add_report_command(cli::Command& app) {
     std::string dir;
     bool quiet_summary = false;
     std::vector<std::string> metrics;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
@@ -33,6 +35,7 @@ void add_report_command(cli::Command& app) {
   cmd->add_option("--metric", args->metrics,
                   "A metric column of the summary tables (repeatable; default: the config's "
                   "`metrics`)");
+  cmd->add_flag("--json", args->json, "Print results.json (every row) instead of summary.md");
   cmd->callback([args] {
     const std::filesystem::path dir(args->dir);
     for (const std::string& m : args->metrics) {
@@ -57,7 +60,9 @@ void add_report_command(cli::Command& app) {
                      "to recompute its point)\n",
                      args->dir.c_str(), problem.c_str());
       experiment::write_result_tables(dir, config, plan, stored, io::collect_provenance());
-      if (!args->quiet_summary)
+      if (args->json)
+        std::fputs(io::read_file(dir / "results.json").c_str(), stdout);
+      else if (!args->quiet_summary)
         std::fputs(
             experiment::summary_markdown(config, plan, stored, io::collect_provenance()).c_str(),
             stdout);

@@ -1,4 +1,4 @@
-// `attndev run CONFIG [-o DIR] [-a AXIS=VALUES]... [--shard i/N|auto] [--force-new] [-j N]`
+// `attndev run CONFIG [-o DIR] [-a AXIS=VALUES]... [--shard i/N|auto] [--force] [-j N]`
 //
 // Runs this shard's unfinished points (rerunning the same command resumes), streams rows to
 // DIR/results*.jsonl and, for an unsharded run, writes results.csv, results.json and summary.md.
@@ -87,27 +87,32 @@ void add_run_command(cli::Command& app) {
     bool force_new = false;
     int threads = 0;
     double log_interval = 30;
-    bool print_summary = true;
+    bool no_summary = false;
     bool retry = true;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
       "run", "Run an experiment config (resumes an interrupted run in the same folder)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
-  cmd->add_option("-o,--out", args->out, "Output folder (default: results/<config name>)");
+  cmd->add_option("-o,--out", args->out, "Output folder (default: results/<config name>)")
+      ->non_empty();
   cmd->add_option("-a,--axis", args->overrides,
                   "Override an axis: -a seq_len=[512,1024] (repeatable)");
   cmd->add_option(
       "--shard", args->shard,
       "Run only shard i/N of the points; auto: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT; "
       "auto/N: task id from SLURM, N shards");
-  cmd->add_flag("--force-new", args->force_new,
+  // --force means the same on every command: write over what the output folder holds.
+  cmd->add_flag("--force", args->force_new,
                 "Delete results of a different config in the output folder");
+  cmd->add_flag("--force-new", args->force_new)->hidden();  // the old name of --force
   cmd->add_option("-j,--threads", args->threads,
                   "Threads per attention call (0: all hardware threads)");
   cmd->add_option("--log-interval", args->log_interval,
                   "Seconds between progress lines when stderr is not a terminal");
-  cmd->add_flag("!--no-summary", args->print_summary, "Do not print summary.md at the end");
+  cmd->add_flag("--no-summary", args->no_summary, "Do not print summary.md at the end");
+  // Named `--no-retry` and stored as `retry` (CLI11's "!" negation): its help line shows no
+  // default value artifact because the flag itself takes none.
   cmd->add_flag("!--no-retry", args->retry,
                 "Keep points with a failed row as they are (default: run them again)");
   cmd->callback([args] {
@@ -175,7 +180,7 @@ void add_run_command(cli::Command& app) {
         report.shard_points, report.already_done, report.ran, report.retried, report.rows_ok,
         report.rows_failed,
         report.rows_skipped, options.dir.string());
-    if (report.tables_written && args->print_summary && log::enabled(log::Level::info))
+    if (report.tables_written && !args->no_summary && log::enabled(log::Level::info))
       std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
     if (shard.count > 1)
       log::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
@@ -159,7 +161,8 @@ void add_slurm_command(cli::Command& app) {
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("--shards", args->shards, "Number of shards = array tasks")->required();
   cmd->add_option("-o,--out", args->out, "Output folder shared by all tasks (cluster file system)")
-      ->required();
+      ->required()
+      ->non_empty();
   cmd->add_option("--partition", args->partition, "SLURM partition (default: the cluster's)");
   cmd->add_option("--time", args->time_limit,
                   "Time limit per task, SLURM syntax (30, 2:00:00, 1-12); SIGTERM comes shortly "
@@ -182,7 +185,9 @@ void add_slurm_command(cli::Command& app) {
                 "Accept a binary built with -march=native (ATTNDEV_NATIVE=ON) when every node "
                 "has this machine's CPU; refused otherwise");
   cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
-  cmd->callback([args] {
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print one JSON object (the scripts written, submit.sh's output)");
+  cmd->callback([args, json] {
     // The "setup" prologue belongs to the scripts, not to the experiment: it is taken out of the
     // config before parsing, so the config hash and the frozen copy the tasks run never see it.
     const Prologue prologue = load_without_setup(args->config);
@@ -269,6 +274,20 @@ void add_slurm_command(cli::Command& app) {
     log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name, plan.points.size(),
               args->shards, slurm_dir.string());
 
+    nlohmann::json summary = {
+        {"slurm_dir", slurm_dir.string()},
+        {"config", frozen_config.string()},
+        {"points", plan.points.size()},
+        {"shards", args->shards},
+        {"scripts",
+         {(slurm_dir / "sweep.sbatch").string(), (slurm_dir / "merge.sbatch").string(),
+          (slurm_dir / "submit.sh").string()}},
+        {"submitted", false}};
+    if (!args->submit && *json) {
+      std::printf("%s\n",
+                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      return;
+    }
     if (!args->submit) {
       std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",
                   slurm_dir.c_str(), slurm_dir.c_str());
@@ -276,7 +295,14 @@ void add_slurm_command(cli::Command& app) {
     }
     std::string submitted;
     const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
-    std::fputs(submitted.c_str(), stdout);
+    if (*json) {
+      summary["submitted"] = rc == 0;
+      summary["submit_output"] = submitted;
+      std::printf("%s\n",
+                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::fputs(submitted.c_str(), stdout);
+    }
     if (rc != 0) {
       log::error(
           "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "

@@ -164,8 +164,10 @@ void add_train_command(cli::Command& app) {
   cli::Command* cmd = app.add_subcommand(
       "train", "Train the small transformer on the CPU with emulated attention (a run or a study)");
   cmd->add_option("config", args->config, "Run or study config (JSON)")->required();
-  cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)");
-  cmd->add_option("--text", args->text, "Train on this text file instead of the config's corpus");
+  cmd->add_option("-o,--out", args->out, "Output folder (default results/train/<name>)")
+      ->non_empty();
+  cmd->add_option("--text", args->text, "Train on this text file instead of the config's corpus")
+      ->non_empty();
   cmd->add_option("--corpus", args->corpus,
                   "Train on this named corpus: fortunes-min (the default; Debian package "
                   "fortunes-min) or fortunes (the full package, ~2.6 MB)");
@@ -177,8 +179,9 @@ void add_train_command(cli::Command& app) {
   cmd->add_flag("--quick", args->quick, "Study: merge the config's \"quick\" block (the CI form)");
   cmd->add_option("--steps", args->steps, "Override the number of steps of every run")
       ->check(cli::Range(1, 1000000));
-  cmd->add_option("-j,--threads", args->threads, "Attention threads (results do not depend on it)")
-      ->check(cli::Range(1, 1024));
+  cmd->add_option("-j,--threads", args->threads,
+                  "Attention threads, 0: all hardware threads (results do not depend on it)")
+      ->check(cli::Range(0, 1024));
   cmd->add_flag("--force", args->force, "Write into a non-empty output folder");
   cmd->callback([args] {
     std::string line = "attndev train " + args->config;

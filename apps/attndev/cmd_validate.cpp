@@ -1,5 +1,6 @@
-// `attndev validate CONFIG [-a AXIS=VALUES]...`: check a config without running or writing
-// anything. Exit 0 when it is valid, 2 with the JSON path of the first problem otherwise.
+// `attndev validate CONFIG [-a AXIS=VALUES]... [--json]`: check a config without running or
+// writing anything. Exit 0 when it is valid (warnings go to stderr), 2 with the JSON path of the
+// first problem otherwise.
 
 #include <cstdio>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "experiment/spec/plan.hpp"
 #include "experiment_cli.hpp"
@@ -17,6 +19,7 @@ void add_validate_command(cli::Command& app) {
   struct Args {
     std::string config;
     std::vector<std::string> overrides;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
@@ -24,6 +27,7 @@ void add_validate_command(cli::Command& app) {
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
   cmd->add_option("-a,--axis", args->overrides,
                   "Override an axis: -a seq_len=[512,1024] (repeatable)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the line");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
     experiment::Plan plan;
@@ -31,6 +35,20 @@ void add_validate_command(cli::Command& app) {
       plan = experiment::make_plan(loaded.config);
     } catch (const experiment::ConfigError& e) {
       throw UsageError(args->config + ": " + e.what());
+    }
+    const std::vector<std::string> warnings = experiment::config_warnings(loaded.config);
+    print_config_warnings(args->config, warnings);
+    if (args->json) {
+      const nlohmann::json out = {{"config", args->config},
+                                  {"valid", true},
+                                  {"name", loaded.config.name},
+                                  {"hash", loaded.config.hash},
+                                  {"points", plan.points.size()},
+                                  {"variants", loaded.config.variants.size()},
+                                  {"skipped_combinations", plan.skipped.size()},
+                                  {"warnings", warnings}};
+      std::printf("%s\n", out.dump(2).c_str());
+      return;
     }
     std::printf(
         "%s: ok: \"%s\", %zu points x %zu variants (%zu axis combinations skipped), config hash "

@@ -214,7 +214,7 @@ std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
                            " were measured with content hash " +
                            stored.inputs_hashes[path].get<std::string>() +
                            ": the file changed. Put the original back, or start over with "
-                           "--force-new (or another -o folder)");
+                           "--force (or another -o folder)");
   std::set<std::string> failed;
   for (const Json& row : stored.rows)
     if (row_status(row).kind == StatusKind::failed) failed.insert(row["point_id"].get<std::string>());

@@ -325,7 +325,7 @@ TEST_CASE("match names the kernel and policy that produced a dumped output", "[c
   CHECK_THAT(missing.err, Catch::Contains("no such file"));
   const RunResult bad_tile = run_attndev("match '" + kernel + "' --inputs '" + inputs + "' --bc 0");
   CHECK(bad_tile.code == 2);
-  CHECK_THAT(bad_tile.err, Catch::Contains("--bc"));
+  CHECK_THAT(bad_tile.err, Catch::Contains("--block-c"));  // --bc is its alias
   fs::remove_all(dir);
 }
 
@@ -344,15 +344,15 @@ TEST_CASE("bad invocations exit 2 with a message that says what is wrong", "[cli
        "unknown format \"fp33\""},
       {"point --policy '{\"base\":' --n 8 --d 4", "not valid JSON"},
       {"point --baseline-policy nope --n 8 --d 4", "--baseline-policy: unknown policy preset"},
-      {"point --n 0 --d 4", "--n must be >= 1, got 0"},
-      {"point --n 8 --d 0", "--d must be >= 1"},
-      {"point --n 8 --d 4 --br 0", "--br must be >= 1"},
-      {"point --n 8 --d 4 --bc -3", "--bc must be >= 1, got -3"},
+      {"point --n 0 --d 4", "--seq-len must be >= 1, got 0"},
+      {"point --n 8 --d 0", "--head-dim must be >= 1"},
+      {"point --n 8 --d 4 --br 0", "--block-r must be >= 1"},
+      {"point --n 8 --d 4 --bc -3", "--block-c must be >= 1, got -3"},
       {"point --n 8 --d 4 --dist 'normal(0,'", "expected ')'"},
       {"point --n 8 --d 4 --dist gauss", "unknown kind \"gauss\""},
       {"point --n 8 --d 4 --dist 'uniform(2,1)'", "lo must be < hi"},
       {"point --n 8 --d 4 --scale-on keys", "unknown placement \"keys\""},
-      {"point --n abc --d 4", "--n"},
+      {"point --n abc --d 4", "--seq-len"},
       {"list formatz", "did you mean \"formats\""},
       {"frobnicate", "unknown command 'frobnicate'"},
   };

@@ -66,9 +66,9 @@ TEST_CASE("merge and report on a broken manifest name the command that starts ov
     const Result r = run_cli({command, dir.string()});
     INFO(command << ": " << r.out << r.err);
     CHECK(r.code == 2);
-    // merge and report have no --force-new: the hint names `attndev run ... --force-new`.
-    CHECK_THAT(r.err, Catch::Contains("attndev run CONFIG -o " + dir.string() + " --force-new"));
-    CHECK_THAT(r.err, !Catch::Contains("rerun with --force-new"));
+    // merge and report have no --force: the hint names `attndev run ... --force`.
+    CHECK_THAT(r.err, Catch::Contains("attndev run CONFIG -o " + dir.string() + " --force"));
+    CHECK_THAT(r.err, !Catch::Contains("rerun with --force"));
   }
 }
 

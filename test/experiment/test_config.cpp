@@ -422,3 +422,152 @@ TEST_CASE("Golden et al. Fig. 3 compares each flash variant with the baseline of
   CHECK(flash == 8);
   CHECK(std::find(c.metrics.begin(), c.metrics.end(), "ref_max_abs") != c.metrics.end());
 }
+
+namespace {
+
+// The quickstart's six variants written by hand, and the same config with a `format` axis: one
+// template per algorithm instead of one variant per combination.
+const char* kByHand = R"({"name": "q", "axes": {"seq_len": [256, 512], "block_c": [32, 64]},
+  "variants": [
+    {"name": "baseline-bf16", "algorithm": "baseline", "policy": "torch-math-bf16"},
+    {"name": "baseline-fp16", "algorithm": "baseline", "policy": "torch-math-fp16"},
+    {"name": "flash2-bf16", "algorithm": "flash2", "policy": "kernel-bf16", "ratio_to": "baseline-bf16"},
+    {"name": "flash2-fp16", "algorithm": "flash2", "policy": "kernel-fp16", "ratio_to": "baseline-fp16"}]})";
+const char* kFormatAxis = R"({"name": "q",
+  "axes": {"seq_len": [256, 512], "block_c": [32, 64], "format": ["bf16", "fp16"]},
+  "variants": [
+    {"name": "baseline-{format}", "algorithm": "baseline", "policy": "torch-math-{format}"},
+    {"name": "flash2-{format}", "algorithm": "flash2", "policy": "kernel-{format}",
+     "ratio_to": "baseline-{format}"}]})";
+
+}  // namespace
+
+TEST_CASE("a format axis makes one copy of each variant that names {format}", "[config]") {
+  const Config by_hand = parse_config(kByHand);
+  const Config swept = parse_config(kFormatAxis);
+  REQUIRE(swept.variants.size() == by_hand.variants.size());
+  for (std::size_t i = 0; i < swept.variants.size(); ++i) {
+    INFO(by_hand.variants[i].name);
+    CHECK(swept.variants[i].name == by_hand.variants[i].name);
+    CHECK(swept.variants[i].policy_label == by_hand.variants[i].policy_label);
+    CHECK(swept.variants[i].policy == by_hand.variants[i].policy);
+    CHECK(swept.variants[i].ratio_to == by_hand.variants[i].ratio_to);
+    CHECK(swept.ratio_reference(i) == by_hand.ratio_reference(i));
+  }
+  REQUIRE(swept.variant_axes.size() == 1);
+  CHECK(swept.variant_axes[0].first == "format");
+  // The axis is in the config (and its hash), not in the points.
+  CHECK(swept.hash != by_hand.hash);
+  CHECK(swept.axes.size() == by_hand.axes.size());
+
+  // -a format=... narrows it like any other axis.
+  const Config fp16 = parse_config(kFormatAxis, std::vector<std::string>{"format=fp16"});
+  REQUIRE(fp16.variants.size() == 2);
+  CHECK(fp16.variants[0].name == "baseline-fp16");
+  CHECK(fp16.variants[1].ratio_to == "baseline-fp16");
+}
+
+TEST_CASE("a policy axis sweeps presets, crossed with a format axis where both are named",
+          "[config]") {
+  const Config c = parse_config(R"({"name": "p",
+    "axes": {"seq_len": [64], "policy": ["kernel-bf16", "framework-bf16"], "format": ["fp32"]},
+    "variants": [
+      {"name": "flash2-{policy}", "algorithm": "flash2", "policy": "{policy}"},
+      {"name": "b-{policy}-{format}", "algorithm": "baseline",
+       "policy": {"base": "{policy}", "output": "{format}"}}]})");
+  REQUIRE(c.variants.size() == 4);
+  CHECK(c.variants[0].name == "flash2-kernel-bf16");
+  CHECK(c.variants[1].name == "flash2-framework-bf16");
+  CHECK(c.variants[1].policy_label == "framework-bf16");
+  CHECK(c.variants[2].name == "b-kernel-bf16-fp32");
+  CHECK(c.variants[3].policy.output == attndev::numerics::Format::fp32);
+}
+
+TEST_CASE("an external command's {format} stays the exchange format, not a variant axis",
+          "[config]") {
+  // Without axes.format this config was valid before variant axes existed and must stay so.
+  const Config c = parse_config(with_variants(
+      R"([{"name": "ext", "external": "cmd {inputs} {output} {format}", "format": "bf16"}])"));
+  REQUIRE(c.variants.size() == 1);
+  CHECK(c.variants[0].external->command == "cmd {inputs} {output} {format}");
+  // With the axis, the variant's `format` is swept and the command keeps its placeholder.
+  const Config swept =
+      parse_config(R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16", "fp16"]},
+    "variants": [{"name": "ext-{format}", "external": "cmd {inputs} {output} {format}",
+                  "format": "{format}"}]})");
+  REQUIRE(swept.variants.size() == 2);
+  CHECK(swept.variants[1].policy.input == attndev::numerics::Format::fp16);
+  CHECK(swept.variants[1].external->command == "cmd {inputs} {output} {format}");
+}
+
+TEST_CASE("variant axes are refused with the path and the fix when they cannot work", "[config]") {
+  const std::string flash =
+      R"("variants": [{"name": "f-{format}", "algorithm": "flash2", "policy": "kernel-{format}"}]})";
+  const std::vector<BadCase> cases = {
+      {"unknown format",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16", "bf61"]}, )" + flash,
+       {},
+       "axes.format[1]",
+       "did you mean \"bf16\""},
+      {"duplicate format",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16", "bf16"]}, )" + flash,
+       {},
+       "axes.format[1]",
+       "duplicate value"},
+      {"a placeholder without its axis",
+       R"({"name": "t", "axes": {"seq_len": [8]}, )" + flash,
+       {},
+       "variants[0]",
+       "no axis \"format\""},
+      {"an axis no variant names",
+       with_axes(R"({"seq_len": [8], "format": ["bf16"]})"),
+       {},
+       "axes.format",
+       "no variant names {format}"},
+      {"a name that does not tell the copies apart",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16", "fp16"]},
+          "variants": [{"name": "f", "algorithm": "flash2", "policy": "kernel-{format}"}]})",
+       {},
+       "variants[0].name",
+       "\"f-{format}\""},
+      {"a preset the substitution does not make",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16", "fp32"]}, )" + flash,
+       {},
+       "variants[0][format=fp32].policy",
+       "kernel-fp32"},
+      {"a zipped variant axis",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16"]}, "zip": [["seq_len", "format"]], )" +
+           flash,
+       {},
+       "zip[0][1]",
+       "cannot be zipped"},
+      {"an empty -a value list",
+       R"({"name": "t", "axes": {"seq_len": [8], "format": ["bf16"]}, )" + flash,
+       {"format=[]"},
+       "-a format",
+       "empty list"},
+  };
+  for (const BadCase& c : cases) {
+    INFO("case: " << c.name << "\n" << c.text);
+    try {
+      parse_config(c.text, c.overrides);
+      FAIL("accepted a bad config");
+    } catch (const ConfigError& e) {
+      CHECK(e.path() == c.path);
+      CHECK_THAT(e.message(), Catch::Contains(c.fragment));
+    }
+  }
+}
+
+TEST_CASE("a ratio reference with another input format is a warning, not an error", "[config]") {
+  // Mixed on purpose (fp16 flash over a bf16 baseline): valid, but said.
+  const Config mixed = parse_config(with_variants(
+      R"([{"name": "b", "algorithm": "baseline", "policy": "torch-math-bf16", "baseline": true},
+          {"name": "f", "algorithm": "flash2", "policy": "kernel-fp16"}])"));
+  const std::vector<std::string> w = config_warnings(mixed);
+  REQUIRE(w.size() == 1);
+  CHECK_THAT(w[0], Catch::Contains("\"f\" reads fp16 inputs") &&
+                       Catch::Contains("ratio reference \"b\" reads bf16"));
+  CHECK(config_warnings(parse_config(kByHand)).empty());
+  CHECK(config_warnings(parse_config(kGood)).empty());
+}

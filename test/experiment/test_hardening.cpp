@@ -304,7 +304,7 @@ TEST_CASE("config hash: a folder of the old hash is refused with what to do",
   REQUIRE(manifest["config_hash"].get<std::string>() != config.hash);
   write_text(dir / "run.json", manifest.dump(2));
   CHECK_THROWS_WITH(read_manifest_config(dir), Catch::Contains("older attndev") &&
-                                                   Catch::Contains("--force-new"));
+                                                   Catch::Contains("--force"));
   CHECK_THROWS_WITH(run_experiment(config, make_plan(config), options_for(dir)),
                     Catch::Contains("older attndev"));
   fs::remove_all(dir);

@@ -217,3 +217,20 @@ TEST_CASE("point ids hash the canonical JSON of the axes and the seed, unchanged
     CHECK(axes["distribution"].get<std::string>() == p.axes.distribution.describe());
   }
 }
+
+TEST_CASE("a format axis leaves the points and their ids as they were", "[plan]") {
+  // The variant axes expand variants only: the same sweep written with one variant per format
+  // has the same points, so folders and shards of either resume each other's points.
+  const std::string axes = R"("axes": {"seq_len": [128, 256], "block_c": [32, 64])";
+  const Plan by_hand =
+      make_plan(parse_config(R"({"name": "q", )" + axes + R"(}, "trials": 2, "variants": [
+        {"name": "flash2-bf16", "algorithm": "flash2", "policy": "kernel-bf16"},
+        {"name": "flash2-fp16", "algorithm": "flash2", "policy": "kernel-fp16"}]})"));
+  const Plan swept = make_plan(parse_config(
+      R"({"name": "q", )" + axes + R"(, "format": ["bf16", "fp16"]}, "trials": 2, "variants": [
+        {"name": "flash2-{format}", "algorithm": "flash2", "policy": "kernel-{format}"}]})"));
+  REQUIRE(swept.points.size() == by_hand.points.size());
+  for (std::size_t i = 0; i < swept.points.size(); ++i)
+    CHECK(swept.points[i].id == by_hand.points[i].id);
+  CHECK(swept.varying_axes == by_hand.varying_axes);
+}

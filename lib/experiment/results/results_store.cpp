@@ -43,10 +43,10 @@ bool parse_shard_file_name(const std::string& name, std::size_t& index, std::siz
 
 namespace {
 
-// merge and report read manifests too and have no --force-new: name the command that has it.
+// merge and report read manifests too and have no --force: name the command that has it.
 std::string start_over_hint(const fs::path& dir) {
   return "move the folder away, or start the run over with `attndev run CONFIG -o " + dir.string() +
-         " --force-new` (it deletes the folder's results)";
+         " --force` (it deletes the folder's results)";
 }
 
 Json read_manifest_json(const fs::path& dir) {
@@ -83,7 +83,7 @@ std::string legacy_note(const Json& manifest, const fs::path& dir) {
   return ". It was written by an older attndev, whose config hash also covered keys that cannot "
          "change a row (description, metrics, dump); its rows are not taken as this config's "
          "without a check. Rerun into a new folder, or recompute here with `attndev run CONFIG -o " +
-         dir.string() + " --force-new` (deletes its results); the older attndev still reads it";
+         dir.string() + " --force` (deletes its results); the older attndev still reads it";
 }
 
 bool is_results_jsonl(const std::string& name) {
@@ -167,10 +167,10 @@ OutputLock lock_results_file(const fs::path& dir, const std::string& results_fil
   if (!lock.folder_)
     throw OutputDirError(dir.string() + " is in use by another attndev process (" +
                          (force_new ? writers_of(dir) : io::lock_holder(folder)) + "); " +
-                         (force_new ? "--force-new would delete the rows it is writing. "
+                         (force_new ? "--force would delete the rows it is writing. "
                                     : "it rewrites the folder. ") +
                          "Wait for it to finish, or use another -o folder");
-  if (force_new) lock.folder_->write_owner(what + " (--force-new)");
+  if (force_new) lock.folder_->write_owner(what + " (--force)");
   const fs::path file = file_lock_path(dir, results_file);
   lock.file_ = try_lock(file, io::FileLock::Mode::exclusive);
   if (!lock.file_)
@@ -237,7 +237,7 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
       throw OutputDirError(dir.string() + " holds results of another config (\"" + old_name +
                            "\", hash " + old_hash + "); this config (\"" + config.name +
                            "\", -a overrides included) has hash " + config.hash +
-                           ". Use another -o folder, or --force-new to delete the old results" +
+                           ". Use another -o folder, or --force to delete the old results" +
                            legacy_note(manifest, dir));
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
@@ -333,7 +333,7 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
                          ", but the folder's config has hash " + config.hash +
                          "; they belong to another config and are not mixed in. Move the file "
                          "away, or start over with `attndev run CONFIG -o " +
-                         file.parent_path().string() + " --force-new`");
+                         file.parent_path().string() + " --force`");
   const auto inputs = record.find("inputs_hashes");
   if (inputs == record.end() || !inputs->is_object()) return;
   for (const auto& [path, content] : inputs->items()) {
@@ -345,7 +345,7 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
                            content.get<std::string>() + " for these rows but " +
                            inputs_hashes[path].get<std::string>() +
                            " for earlier ones: the file changed between runs or shards. Put "
-                           "the original file back, or start over with --force-new");
+                           "the original file back, or start over with --force");
     }
   }
 }

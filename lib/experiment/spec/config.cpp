@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -16,6 +17,7 @@
 #include "experiment/spec/inputs.hpp"
 #include "experiment/spec/stable_hash.hpp"
 #include "io/json_depth.hpp"
+#include "numerics/format.hpp"
 
 namespace attndev::experiment {
 
@@ -49,7 +51,7 @@ constexpr std::size_t kMaxTrials = 1 << 20;
 
 constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
                                          "constraints", "trials",      "variants", "metrics",
-                                         "reference",   "dump"};
+                                         "reference",   "dump",        "setup"};
 constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
                                              "backend",   "baseline",  "ratio_to",
                                              "reference", "block_r",   "block_c"};
@@ -62,6 +64,21 @@ constexpr std::string_view kScalePlacements[] = {"scores", "query"};
 // Axes a constraint may compare: the integer ones.
 constexpr std::string_view kNumericAxes[] = {"batch",    "heads",   "seq_len", "seq_len_kv",
                                              "head_dim", "block_r", "block_c"};
+
+// Every key `axes` and `-a` accept: the point axes, then the variant axes.
+std::span<const std::string_view> every_axis_name() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> all(std::begin(kAxisNames), std::end(kAxisNames));
+    all.insert(all.end(), std::begin(kVariantAxisNames), std::end(kVariantAxisNames));
+    return all;
+  }();
+  return names;
+}
+
+bool is_variant_axis(std::string_view name) {
+  return std::find(std::begin(kVariantAxisNames), std::end(kVariantAxisNames), name) !=
+         std::end(kVariantAxisNames);
+}
 
 using config::check_keys;
 using config::did_you_mean;
@@ -164,10 +181,10 @@ void apply_overrides(json& root, std::span<const std::string> overrides,
                         "expected AXIS=VALUE, e.g. -a seq_len=[512,1024] or -a block_c=64");
     const std::string key = text.substr(0, eq);
     const std::string value_text = text.substr(eq + 1);
-    if (std::find(std::begin(kAxisNames), std::end(kAxisNames), key) == std::end(kAxisNames))
-      throw ConfigError("-a " + key, "unknown axis \"" + key + "\"" +
-                                         did_you_mean(key, kAxisNames) +
-                                         "; axes: " + join_names(kAxisNames));
+    const auto names = every_axis_name();
+    if (std::find(names.begin(), names.end(), key) == names.end())
+      throw ConfigError("-a " + key, "unknown axis \"" + key + "\"" + did_you_mean(key, names) +
+                                         "; axes: " + join_names(names));
     if (value_text.empty())
       throw ConfigError("-a " + key,
                         "empty value; give a value or a list, e.g. -a " + key + "=[1,2]");
@@ -196,7 +213,7 @@ std::vector<AxisValues> parse_axes(const json& root, const std::set<std::string>
     throw ConfigError("axes", "missing; a config needs at least \"axes\": {\"seq_len\": [...]}");
   const json& axes = root["axes"];
   require_type(axes, "axes", axes.is_object(), "an object of axis -> list of values");
-  check_keys(axes, "axes", kAxisNames);
+  check_keys(axes, "axes", every_axis_name());
   const bool from_files = axes.contains("inputs");
   std::vector<AxisValues> out;
   for (std::string_view name : kAxisNames) {
@@ -265,6 +282,11 @@ std::vector<std::vector<std::string>> parse_zip(const json& root,
       const std::string name = group[i].get<std::string>();
       auto it = std::find_if(axes.begin(), axes.end(),
                              [&](const AxisValues& a) { return a.name == name; });
+      if (it == axes.end() && is_variant_axis(name))
+        throw ConfigError(path, "\"" + name +
+                                    "\" is an axis of the variants (each value makes a copy of the "
+                                    "variants that name {" +
+                                    name + "}), not of the points; it cannot be zipped");
       if (it == axes.end())
         throw ConfigError(path, "unknown axis \"" + name + "\"" + did_you_mean(name, kAxisNames));
       if (seen.count(name))
@@ -648,7 +670,144 @@ Variant parse_variant(const json& v, const std::string& path) {
 
 namespace {
 
-std::vector<Variant> parse_variants(const json& root) {
+using VariantAxes = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+// The values of `axes.format` / `axes.policy`: format names (canonical spellings, which preset
+// names are built from: "kernel-{format}") and preset names. A policy object cannot be spliced
+// into a string; custom policies stay variants of their own.
+VariantAxes parse_variant_axes(const json& root, const std::set<std::string>& overridden) {
+  VariantAxes out;
+  const json& axes = root["axes"];
+  for (std::string_view name : kVariantAxisNames) {
+    const std::string key(name);
+    if (!axes.contains(key)) continue;
+    const std::string path = overridden.count(key) ? "-a " + key : "axes." + key;
+    const json list = axes[key].is_array() ? axes[key] : json::array({axes[key]});
+    if (list.empty()) throw ConfigError(path, "empty list; an axis needs at least one value");
+    std::vector<std::string> values;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string vpath = axes[key].is_array() ? at(path, i) : path;
+      const bool is_format = name == "format";
+      require_type(list[i], vpath, list[i].is_string() && !list[i].get<std::string>().empty(),
+                   is_format ? "a format name such as \"bf16\""
+                             : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
+      const std::string value = list[i].get<std::string>();
+      if (is_format) {
+        std::vector<std::string_view> formats;
+        for (numerics::Format f : numerics::kAllFormats)
+          formats.push_back(numerics::format_name(f));
+        if (std::find(formats.begin(), formats.end(), value) == formats.end())
+          throw ConfigError(vpath, "unknown format \"" + value + "\"" +
+                                       did_you_mean(value, formats) +
+                                       "; valid: " + join_names(formats));
+      }
+      if (std::find(values.begin(), values.end(), value) != values.end())
+        throw ConfigError(
+            vpath, "duplicate value \"" + value + "\"; it would run the same variants twice");
+      values.push_back(value);
+    }
+    out.emplace_back(key, std::move(values));
+  }
+  return out;
+}
+
+// Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict for "{" + std::string(...)
+// (the prepend of operator+(const char*, string&&)) once it is inlined here.
+std::string placeholder(std::string_view axis) {
+  std::string text(1, '{');
+  text.append(axis).push_back('}');
+  return text;
+}
+
+// Whether any string of the variant names {axis}. The external command is left out: its
+// {format} is the exchange format, filled in per call (and equal to the variant's `format`).
+bool names_placeholder(const json& v, std::string_view axis, bool top = true) {
+  if (v.is_string()) return v.get<std::string>().find(placeholder(axis)) != std::string::npos;
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!(top && it.key() == "external") && names_placeholder(it.value(), axis, /*top=*/false))
+        return true;
+  }
+  if (v.is_array()) {
+    for (const json& item : v)
+      if (names_placeholder(item, axis, /*top=*/false)) return true;
+  }
+  return false;
+}
+
+void substitute(json& v, std::string_view axis, const std::string& value, bool top = true) {
+  if (v.is_string()) {
+    std::string text = v.get<std::string>();
+    const std::string ph = placeholder(axis);
+    for (std::size_t pos = text.find(ph); pos != std::string::npos;
+         pos = text.find(ph, pos + value.size()))
+      text.replace(pos, ph.size(), value);
+    v = text;
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!(top && it.key() == "external")) substitute(it.value(), axis, value, /*top=*/false);
+  } else if (v.is_array()) {
+    for (json& item : v) substitute(item, axis, value, /*top=*/false);
+  }
+}
+
+struct VariantSource {
+  json value;
+  std::string path;  // variants[2], or variants[2][format=bf16] for a copy
+};
+
+// One copy of each variant per combination of the variant axes it names, in the order of the
+// list, then of the axes' values ("baseline-bf16", "baseline-fp16", "flash2-bf16", ...).
+std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& axes) {
+  std::vector<VariantSource> out;
+  std::set<std::string> used_axes;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::vector<VariantSource> copies = {{list[i], at("variants", i)}};
+    if (!list[i].is_object()) {
+      out.push_back(std::move(copies.front()));
+      continue;
+    }
+    for (std::string_view axis : kVariantAxisNames) {
+      if (!names_placeholder(list[i], axis)) continue;
+      const auto it =
+          std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == axis; });
+      if (it == axes.end())
+        throw ConfigError(
+            at("variants", i),
+            "names " + placeholder(axis) + ", but the config has no axis \"" + std::string(axis) +
+                "\": add its values to axes, e.g. \"" + std::string(axis) + "\": " +
+                (axis == "format" ? "[\"bf16\", \"fp16\"]" : "[\"kernel-bf16\", \"kernel-fp16\"]"));
+      if (list[i].contains("name") && !names_placeholder(list[i]["name"], axis))
+        throw ConfigError(config::join_path(at("variants", i), "name"),
+                          "the name is the same for every value of axes." + std::string(axis) +
+                              ": name the copies apart, e.g. \"" +
+                              (list[i]["name"].is_string() ? list[i]["name"].get<std::string>()
+                                                           : std::string("flash2")) +
+                              "-" + placeholder(axis) + "\"");
+      used_axes.insert(std::string(axis));
+      std::vector<VariantSource> next;
+      for (const VariantSource& c : copies) {
+        for (const std::string& value : it->second) {
+          VariantSource copy = c;
+          substitute(copy.value, axis, value);
+          copy.path.append("[").append(axis).append("=").append(value).append("]");
+          next.push_back(std::move(copy));
+        }
+      }
+      copies = std::move(next);
+    }
+    for (VariantSource& c : copies) out.push_back(std::move(c));
+  }
+  for (const auto& [axis, values] : axes)
+    if (!used_axes.count(axis))
+      throw ConfigError("axes." + axis, "no variant names " + placeholder(axis) +
+                                            ", so this axis would change nothing: write it into "
+                                            "a variant (e.g. \"policy\": \"kernel-" +
+                                            placeholder(axis) + "\") or remove the axis");
+  return out;
+}
+
+std::vector<Variant> parse_variants(const json& root, const VariantAxes& variant_axes) {
   if (!root.contains("variants"))
     throw ConfigError("variants",
                       "missing; list what to run, e.g. [{\"algorithm\": \"flash2\", "
@@ -658,24 +817,26 @@ std::vector<Variant> parse_variants(const json& root) {
   if (list.empty())
     throw ConfigError("variants", "empty list; a config needs at least one variant");
 
+  const std::vector<VariantSource> sources = expand_variants(list, variant_axes);
   std::vector<Variant> out;
   int baseline_index = -1;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string path = at("variants", i);
-    Variant variant = parse_variant(list[i], path);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const std::string& path = sources[i].path;
+    Variant variant = parse_variant(sources[i].value, path);
     if (variant.baseline) {
       if (baseline_index >= 0)
         throw ConfigError(path + ".baseline",
-                          "variants[" + std::to_string(baseline_index) +
-                              "] is already the baseline; mark one variant \"baseline\": true "
-                              "and point others at theirs with \"ratio_to\"");
+                          sources[static_cast<std::size_t>(baseline_index)].path +
+                              " is already the baseline; mark one variant \"baseline\": true "
+                              "and point others at theirs with \"ratio_to\" (with axes.format: "
+                              "\"ratio_to\": \"baseline-{format}\")");
       baseline_index = static_cast<int>(i);
     }
     for (std::size_t j = 0; j < out.size(); ++j)
       if (out[j].name == variant.name)
-        throw ConfigError(path + ".name", "duplicate variant name \"" + variant.name +
-                                              "\" (also variants[" + std::to_string(j) +
-                                              "]); give each variant a distinct \"name\"");
+        throw ConfigError(path + ".name", "duplicate variant name \"" + variant.name + "\" (also " +
+                                              sources[j].path +
+                                              "); give each variant a distinct \"name\"");
     out.push_back(std::move(variant));
   }
   std::vector<std::string_view> names;
@@ -685,7 +846,7 @@ std::vector<Variant> parse_variants(const json& root) {
          {std::pair<const char*, const std::string*>{"ratio_to", &out[i].ratio_to},
           {"reference", &out[i].reference}}) {
       if (target->empty() || *target == kGoldenReference) continue;
-      const std::string path = at("variants", i) + "." + key;
+      const std::string path = sources[i].path + "." + key;
       if (*target == out[i].name)
         throw ConfigError(path,
                           std::string("a variant cannot be its own ") +
@@ -751,6 +912,7 @@ std::string config_hash(const json& effective) {
   if (hashed.is_object())
     for (auto it = hashed.begin(); it != hashed.end();)
       it = it.key() == "description" || it.key() == "metrics" || it.key() == "dump" ||
+                   it.key() == "setup" ||
                    config::is_comment_key(it.key())
                ? hashed.erase(it)
                : std::next(it);
@@ -759,6 +921,26 @@ std::string config_hash(const json& effective) {
 
 std::string legacy_config_hash(const json& effective) {
   return stable_hash_hex(effective.dump());
+}
+
+std::vector<std::string> config_warnings(const Config& config) {
+  std::vector<std::string> out;
+  for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    const int ref = config.ratio_reference(v);
+    if (ref < 0 || static_cast<std::size_t>(ref) == v) continue;
+    const Variant& x = config.variants[v];
+    const Variant& r = config.variants[static_cast<std::size_t>(ref)];
+    if (x.policy.input == r.policy.input) continue;
+    // Each variant reads Q, K, V rounded to its own input format and is measured against the
+    // golden of those inputs: a ratio across formats mixes the input rounding into it.
+    out.push_back("variant \"" + x.name + "\" reads " + numerics::format_name(x.policy.input) +
+                  " inputs but its ratio reference \"" + r.name + "\" reads " +
+                  numerics::format_name(r.policy.input) +
+                  ": its ratio_* columns compare errors on differently rounded inputs; point "
+                  "\"ratio_to\" at a baseline with " +
+                  numerics::format_name(x.policy.input) + " inputs if that is not what you meant");
+  }
+  return out;
 }
 
 Config parse_config(std::string_view text, std::span<const std::string> overrides) {
@@ -792,6 +974,15 @@ Config parse_config(std::string_view text, std::span<const std::string> override
   require_type(root["name"], "name", root["name"].is_string(), "a string");
   c.name = root["name"].get<std::string>();
   config::check_folder_name(c.name, "name", "the default output folder results/<name>");
+  // `setup` is the SLURM scripts' prologue (lib/experiment/cluster): `attndev slurm` takes it out
+  // before parsing; here it is only accepted, so that one config serves run and slurm alike.
+  if (root.contains("setup")) {
+    const json& setup = root["setup"];
+    bool lines = setup.is_string() || setup.is_array();
+    if (setup.is_array())
+      for (const json& line : setup) lines = lines && line.is_string();
+    require_type(setup, "setup", lines, "a string or a list of strings (shell lines)");
+  }
   if (root.contains("description")) {
     require_type(root["description"], "description", root["description"].is_string(), "a string");
     c.description = root["description"].get<std::string>();
@@ -804,7 +995,8 @@ Config parse_config(std::string_view text, std::span<const std::string> override
     throw ConfigError("trials",
                       "inputs read from files (axes.inputs) draw nothing from a seed, so "
                       "every trial would repeat the first; use one trial");
-  c.variants = parse_variants(root);
+  c.variant_axes = parse_variant_axes(root, overridden);
+  c.variants = parse_variants(root, c.variant_axes);
   c.metrics = parse_metrics(root);
   if (root.contains("dump")) {
     require_type(root["dump"], "dump", root["dump"].is_boolean(), "true or false");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,10 @@ using config::ConfigError;
 inline constexpr std::string_view kAxisNames[] = {
     "inputs",       "batch",  "heads",           "seq_len", "seq_len_kv", "head_dim",
     "distribution", "causal", "scale_placement", "block_r", "block_c"};
+// Axes of the variants rather than of the points: each value makes one copy of every variant that
+// names it as a placeholder (`"policy": "kernel-{format}"`, `"name": "flash2-{format}"`). They
+// leave points (and so point ids) alone: a variant's policy never entered a point's id.
+inline constexpr std::string_view kVariantAxisNames[] = {"format", "policy"};
 // Axes an `inputs` file decides; a config with `inputs` may not set them.
 inline constexpr std::string_view kFileShapeAxes[] = {"batch",      "heads",    "seq_len",
                                                       "seq_len_kv", "head_dim", "distribution"};
@@ -137,7 +142,9 @@ struct Config {
   std::string reference = std::string(kGoldenReference);
   std::string name;
   std::string description;
-  std::vector<AxisValues> axes;               // every axis of kAxisNames, defaults filled in
+  std::vector<AxisValues> axes;  // every axis of kAxisNames, defaults filled in
+  // kVariantAxisNames given in `axes`, with their values (already expanded into `variants`).
+  std::vector<std::pair<std::string, std::vector<std::string>>> variant_axes;
   std::vector<std::vector<std::string>> zip;  // groups of axes that move together
   std::vector<Constraint> constraints;
   std::vector<std::uint64_t> seeds;  // one trial per seed
@@ -163,6 +170,10 @@ std::string config_hash(const nlohmann::json& effective);
 // The hash attndev wrote before presentation keys left it (over the whole effective config):
 // recognizes an older results folder to say so, never to accept it.
 std::string legacy_config_hash(const nlohmann::json& effective);
+// Things a valid config probably did not mean, one sentence each with the variant's name and the
+// fix: today a variant whose ratio reference rounds its inputs to another format (its ratio then
+// divides errors measured on different inputs). `attndev validate` and `plan` print them.
+std::vector<std::string> config_warnings(const Config& config);
 
 // Parses and validates a config. `overrides` are `-a` strings such as "seq_len=[512,1024]" or
 // "block_c=64" (a scalar is a one-value list; a value that is not JSON is taken as a string).
