@@ -88,7 +88,7 @@ void add_run_command(cli::Command& app) {
     int threads = 0;
     double log_interval = 30;
     bool no_summary = false;
-    bool retry = true;
+    bool no_retry = false;
   };
   auto args = std::make_shared<Args>();
   cli::Command* cmd = app.add_subcommand(
@@ -111,9 +111,7 @@ void add_run_command(cli::Command& app) {
   cmd->add_option("--log-interval", args->log_interval,
                   "Seconds between progress lines when stderr is not a terminal");
   cmd->add_flag("--no-summary", args->no_summary, "Do not print summary.md at the end");
-  // Named `--no-retry` and stored as `retry` (CLI11's "!" negation): its help line shows no
-  // default value artifact because the flag itself takes none.
-  cmd->add_flag("!--no-retry", args->retry,
+  cmd->add_flag("--no-retry", args->no_retry,
                 "Keep points with a failed row as they are (default: run them again)");
   cmd->callback([args] {
     const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
@@ -139,7 +137,7 @@ void add_run_command(cli::Command& app) {
     options.shard_count = shard.count;
     options.threads = args->threads;
     options.force_new = args->force_new;
-    options.retry_failed = args->retry;
+    options.retry_failed = !args->no_retry;
     options.provenance = io::collect_provenance();
     options.config_text = loaded.text;
     options.stop_requested = [] { return g_stop_signal != 0; };

@@ -269,7 +269,10 @@ void check_folder(const std::filesystem::path& dir, const FolderIdentity& expect
 // placeholder would fail every row of the sweep.
 void check_external_templates(const Config& config) {
   for (std::size_t v = 0; v < config.variants.size(); ++v)
-    if (config.variants[v].external)
+    // A worker's command has no placeholders (config validation refuses them): nothing of a
+    // point is ever pasted into it, so there is nothing to check, and its JSON-looking text
+    // must not be mistaken for placeholders.
+    if (config.variants[v].external && !config.variants[v].external->worker)
       if (const auto problem = external_template_problem(config.variants[v].external->command))
         throw ConfigError("variants[" + std::to_string(v) + "].external", *problem);
 }

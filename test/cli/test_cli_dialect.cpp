@@ -164,7 +164,7 @@ TEST_CASE("every command that prints a result takes --json", "[cli][dialect]") {
   REQUIRE_FALSE(c["metrics"].empty());
   CHECK(c["metrics"][0]["identical"] == c["metrics"][0]["compared"]);
   const json s = parse_stdout(run_cli({"slurm", cfg.string(), "--shards", "2", "-o",
-                                       (work_dir() / "json_slurm").string(), "--json"}));
+                                       (work_dir() / "json_slurm").string(), "--json", "--allow-native"}));
   CHECK(s["shards"] == 2);
   CHECK(s["submitted"] == false);
   REQUIRE(s["scripts"].size() == 3);

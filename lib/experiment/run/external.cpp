@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -140,8 +142,19 @@ std::optional<std::pair<pid_t, pid_t>> parent_and_group(pid_t pid) {
   return std::pair<pid_t, pid_t>{static_cast<pid_t>(ppid), static_cast<pid_t>(pgrp)};
 }
 
+// Process groups of live external workers (external_worker.cpp): children of attndev in their
+// own group like a per-point command's orphans, but alive on purpose between points.
+std::mutex kept_groups_mutex;
+std::set<pid_t> kept_groups;
+
+bool is_kept_group(pid_t group) {
+  const std::lock_guard<std::mutex> lock(kept_groups_mutex);
+  return kept_groups.count(group) != 0;
+}
+
 // Children of this process outside its own process group: orphans of an external command
-// reparented here (attndev is their subreaper), never a child attndev started in its own group.
+// reparented here (attndev is their subreaper), never a child attndev started in its own group
+// and never a live worker's group.
 std::vector<pid_t> adopted_children() {
   std::vector<pid_t> out;
   const pid_t self = ::getpid(), own_group = ::getpgrp();
@@ -151,7 +164,8 @@ std::vector<pid_t> adopted_children() {
     if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
     const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
     const auto pg = parent_and_group(pid);
-    if (pg && pg->first == self && pg->second != own_group) out.push_back(pid);
+    if (pg && pg->first == self && pg->second != own_group && !is_kept_group(pg->second))
+      out.push_back(pid);
   }
   ::closedir(proc);
   return out;
@@ -196,6 +210,14 @@ std::string seconds_text(double s) {
 }
 
 }  // namespace
+
+void keep_process_group(pid_t group, bool keep) {
+  const std::lock_guard<std::mutex> lock(kept_groups_mutex);
+  if (keep)
+    kept_groups.insert(group);
+  else
+    kept_groups.erase(group);
+}
 
 void end_process_tree(pid_t group) {
   if (group > 0) ::kill(-group, SIGKILL);

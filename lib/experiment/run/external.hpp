@@ -125,4 +125,9 @@ ProcessExit run_shell_command(const std::string& command,
 // reaps them.
 void end_process_tree(pid_t group);
 
+// Marks a live external worker's process group (its leader's pid) as kept, so that
+// end_process_tree, which ends every other child of attndev outside attndev's own group after a
+// per-point command, leaves it alone; unmarked when the worker is ended.
+void keep_process_group(pid_t group, bool keep);
+
 }  // namespace attndev::experiment

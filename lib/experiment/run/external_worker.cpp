@@ -186,6 +186,7 @@ class Worker {
       ::kill(-pid_, SIGKILL);
       while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
       }
+      keep_process_group(pid_, false);
       pid_ = -1;
     }
     for (int* fd : {&answers_, &log_}) {
@@ -254,6 +255,9 @@ class Worker {
       ::_exit(127);
     }
     ::setpgid(pid, pid);  // from the parent too: no race with a kill before the child's setpgid
+    // A per-point command's cleanup ends every other child of attndev in its own group; the
+    // worker lives on between points.
+    keep_process_group(pid, true);
     ::close(sock[1]);
     ::close(answer[1]);
     ::close(log[1]);
