@@ -176,7 +176,7 @@ void require_finite_output(const attention::Tensor& output, const std::string& p
 
 void run_match(const MatchArgs& a) {
   std::vector<attention::Algorithm> algorithms;
-  for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algo"));
+  for (const std::string& s : a.algos) algorithms.push_back(parse_algorithm_arg(s, "--algorithm"));
   const attention::Options options = match_options(a);
   attention::Inputs inputs;
   try {

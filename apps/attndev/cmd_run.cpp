@@ -125,6 +125,9 @@ void add_run_command(cli::Command& app) {
     } catch (const experiment::ConfigError& e) {
       throw UsageError(args->config + ": " + e.what());
     }
+    // The same warnings as validate and plan: a sweep that runs for hours should say up front
+    // what it will compare across formats.
+    print_config_warnings(args->config, experiment::config_warnings(config));
     // Before the folder is touched: a point that cannot fit fails now, not after hours.
     const experiment::PlanPeak peak =
         experiment::plan_peak_bytes(config, plan, args->threads, shard.index, shard.count);

@@ -21,15 +21,25 @@ import time
 
 import numpy as np
 
-from . import _core
+
+def _native():
+    """The compiled extension, attndev._core, imported on first use: `python -m attndev.worker`
+    (pure Python, numpy alone) must run where only the source tree is on the path."""
+    from . import _core
+    return _core
+
 
 __all__ = ["Error", "attention", "golden", "deviation", "match", "presets", "algorithms",
            "policy_formats"]
 
-#: A bad argument (unknown policy, algorithm, format; impossible tiles or shapes). The message is
-#: the CLI's, with the keyword in place of the flag (``policy: unknown preset "kernel-bf61" (did
-#: you mean "kernel-bf16"?) ...``). A subclass of ValueError.
-Error = _core.Error
+def __getattr__(name):
+    # attndev.Error resolves through here (PEP 562), so that importing the package does not load
+    # the extension. Error: a bad argument (unknown policy, algorithm, format; impossible tiles or
+    # shapes); the message is the CLI's, with the keyword in place of the flag (``policy: unknown
+    # preset "kernel-bf61" (did you mean "kernel-bf16"?) ...``). A subclass of ValueError.
+    if name == "Error":
+        return _native().Error
+    raise AttributeError(f"module 'attndev' has no attribute {name!r}")
 
 
 def _is_torch(x):
@@ -40,7 +50,7 @@ def _as_float64(x, name):
     """float64, C order, on the CPU; no copy when x already is (numpy or PyTorch)."""
     if _is_torch(x):
         if x.device.type != "cpu":
-            raise Error(f"{name}: a tensor on {x.device}; attndev emulates on the CPU: pass "
+            raise _native().Error(f"{name}: a tensor on {x.device}; attndev emulates on the CPU: pass "
                         f"{name}.cpu()")
         import torch
         x = x.detach().to(torch.float64).contiguous().numpy()
@@ -55,7 +65,7 @@ def _as_bhnd(x, name):
         return a.reshape(1, *a.shape)
     if a.ndim == 4:
         return a
-    raise Error(f"{name}: shape {a.shape}: expected (N, d), (H, N, d) or (B, H, N, d)")
+    raise _native().Error(f"{name}: shape {a.shape}: expected (N, d), (H, N, d) or (B, H, N, d)")
 
 
 def _ndim(x):
@@ -77,7 +87,7 @@ def _policy_text(policy):
     if isinstance(policy, dict):
         return json.dumps(policy)
     if not isinstance(policy, str):
-        raise Error(f"policy: expected a preset name, a JSON object text or a dict, got "
+        raise _native().Error(f"policy: expected a preset name, a JSON object text or a dict, got "
                     f"{type(policy).__name__}")
     return policy
 
@@ -87,7 +97,7 @@ def _block(block):
         br, bc = block
         return int(br), int(bc)
     except (TypeError, ValueError):
-        raise Error(f"block: expected (Br, Bc), got {block!r}") from None
+        raise _native().Error(f"block: expected (Br, Bc), got {block!r}") from None
 
 
 def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), causal=False,
@@ -103,7 +113,7 @@ def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), caus
     """
     start = time.perf_counter()
     br, bc = _block(block)
-    out, kernel_s = _core.attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
+    out, kernel_s = _native().attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
                           _policy_text(policy), br, bc, bool(causal), scale_on,
                           None if scale is None else float(scale), int(threads), backend)
     out = _shape_like(out, q)
@@ -118,10 +128,10 @@ def golden(q, k, v, causal=False, scale=None, scale_on="scores", policy=None, in
     ``input_format`` (or the ``policy``'s input format; neither: as given). With the same policy
     as attention() it is the golden ``attndev point`` measures against."""
     if policy is not None and input_format is not None:
-        raise Error("golden: give policy or input_format, not both")
+        raise _native().Error("golden: give policy or input_format, not both")
     if policy is not None:
         input_format = policy_formats(policy)["input"]
-    out = _core.golden(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), bool(causal),
+    out = _native().golden(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), bool(causal),
                        scale_on, None if scale is None else float(scale), input_format,
                        int(threads))
     return _shape_like(out, q)
@@ -133,11 +143,11 @@ def deviation(output, golden, policy=None, format=None):
     max_rel is floored at one unit roundoff of the output format at max|golden|: the ``policy``'s
     output format, or ``format`` (default fp64, the smallest floor)."""
     if policy is not None and format is not None:
-        raise Error("deviation: give policy or format, not both")
+        raise _native().Error("deviation: give policy or format, not both")
     fmt = policy_formats(policy)["output"] if policy is not None else (format or "fp64")
     out = _as_float64(output, "output").reshape(-1)
     ref = _as_float64(golden, "golden").reshape(-1)
-    return _core.deviation(out, ref, fmt)
+    return _native().deviation(out, ref, fmt)
 
 
 def match(output, q, k, v, algos=("baseline", "flash1", "flash2"), policies=None,
@@ -149,14 +159,14 @@ def match(output, q, k, v, algos=("baseline", "flash1", "flash2"), policies=None
     bit-identical elements first), each a dict with the keys of ``attndev match --json``.
     ``policies`` None: the presets whose output format holds every value of ``output``."""
     pols = [] if policies is None else [_policy_text(p) for p in policies]
-    return _core.match(_as_bhnd(output, "output"), _as_bhnd(q, "q"), _as_bhnd(k, "k"),
+    return _native().match(_as_bhnd(output, "output"), _as_bhnd(q, "q"), _as_bhnd(k, "k"),
                        _as_bhnd(v, "v"), list(algos), pols, [int(x) for x in block_r],
                        [int(x) for x in block_c], bool(causal), scale_on, int(threads))
 
 
 def presets():
     """The precision policy presets (``attndev list presets``): name, description, stages."""
-    out = _core.presets()
+    out = _native().presets()
     for p in out:
         p["stages"] = json.loads(p["stages"])
     return out
@@ -164,9 +174,9 @@ def presets():
 
 def algorithms():
     """The emulator's algorithms (``attndev list algorithms``): name and description."""
-    return _core.algorithms()
+    return _native().algorithms()
 
 
 def policy_formats(policy):
     """{"input", "output", "label"} of a policy (preset name, JSON text or dict)."""
-    return _core.policy_formats(_policy_text(policy))
+    return _native().policy_formats(_policy_text(policy))

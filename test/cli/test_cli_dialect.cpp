@@ -250,7 +250,7 @@ TEST_CASE("point says which baseline its ratio divides by", "[cli][dialect]") {
   CHECK(j["point"]["baseline_policy_label"].get<std::string>() == "torch-math-bf16");
 }
 
-TEST_CASE("validate and plan warn when a ratio reference reads another input format",
+TEST_CASE("validate, plan and run warn when a ratio reference reads another input format",
           "[cli][dialect]") {
   const fs::path mixed =
       tiny_config("mixed_formats",
@@ -258,7 +258,10 @@ TEST_CASE("validate and plan warn when a ratio reference reads another input for
           {"name": "f-fp16", "algorithm": "flash2", "policy": "kernel-fp16", "ratio_to": "b-bf16"}])");
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"validate", mixed.string()},
-        std::vector<std::string>{"plan", mixed.string(), "--no-estimate"}}) {
+        std::vector<std::string>{"plan", mixed.string(), "--no-estimate"},
+        std::vector<std::string>{"run", mixed.string(), "-o",
+                                 (work_dir() / "mixed_formats").string(), "-j", "1",
+                                 "--no-summary"}}) {
     const Result r = run_cli(args);
     INFO(args[0] << ": " << r.err);
     CHECK(r.code == 0);
@@ -269,6 +272,24 @@ TEST_CASE("validate and plan warn when a ratio reference reads another input for
   const Result same = run_cli({"validate", tiny_config("same_formats", kTwoFormats).string()});
   CHECK(same.code == 0);
   CHECK_THAT(same.err, !Catch::Contains("warning"));
+}
+
+TEST_CASE("validate, plan and run refuse a quoted placeholder with the variant's path",
+          "[cli][dialect]") {
+  const fs::path quoted = tiny_config(
+      "quoted_placeholder", R"([{"name": "ext", "external": "sh -c 'cp {inputs} {output}'"}])");
+  const fs::path dir = work_dir() / "quoted_placeholder";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"validate", quoted.string()},
+        std::vector<std::string>{"plan", quoted.string(), "--no-estimate"},
+        std::vector<std::string>{"run", quoted.string(), "-o", dir.string(), "--no-summary"}}) {
+    const Result r = run_cli(args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("variants[0].external") && Catch::Contains("quotes") &&
+                          Catch::Contains("$ATTNDEV_"));
+  }
+  CHECK_FALSE(fs::exists(dir / "results.jsonl"));
 }
 
 TEST_CASE("a format axis runs one variant per format, resuming the hand-written config's points",

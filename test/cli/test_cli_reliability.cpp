@@ -492,6 +492,18 @@ TEST_CASE("match refuses a non-finite output, as run fails one", "[cli][hardenin
   CHECK_THAT(r.err, Catch::Contains("32 NaN") && Catch::Contains("first at flat index 0"));
 }
 
+namespace {
+
+// Gone, or a zombie that only waits for its new parent to reap it.
+bool process_ended(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return true;
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');
+  return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
+}
+
+}  // namespace
+
 TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed",
           "[cli][hardening][external]") {
   const fs::path pid_file = work_dir() / "ext_sleep.pid";
@@ -507,14 +519,31 @@ TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed
   ::kill(c.pid, SIGKILL);
   const Result r = wait_for(c);
   CHECK(r.signal == SIGKILL);
-  // Gone, or a zombie that only waits for its new parent to reap it.
-  const auto ended = [&] {
-    if (::kill(static_cast<pid_t>(pid), 0) != 0) return true;
-    std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-    const std::size_t close = stat.rfind(')');
-    return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
-  };
+  const auto ended = [&] { return process_ended(pid); };
   CHECK(wait_until(ended, 10));
+}
+
+TEST_CASE("an external command's own children die with attndev when it is SIGKILLed",
+          "[cli][hardening][external]") {
+  // The sleep is the command's child, not the process attndev started: only a guardian that
+  // kills the whole group reaches it (the kernel's parent-death signal goes to one process).
+  const fs::path pid_file = work_dir() / "ext_grandchild.pid";
+  fs::remove(pid_file);
+  const fs::path cfg = write_config("ext_grandchild", R"({"name": "ext_grandchild",
+    "axes": {"seq_len": 16, "head_dim": 8},
+    "variants": [{"name": "ext",
+      "external": "sleep 60 & echo $! > )" + pid_file.string() + R"(; wait; true {inputs} {output}"}]})");
+  const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / "ext_grandchild_out").string()});
+  REQUIRE(wait_until([&] { return fs::exists(pid_file) && fs::file_size(pid_file) > 0; }));
+  long pid = 0;
+  std::ifstream(pid_file) >> pid;
+  REQUIRE(pid > 0);
+  ::kill(c.pid, SIGKILL);
+  const Result r = wait_for(c);
+  CHECK(r.signal == SIGKILL);
+  const auto ended = [&] { return process_ended(pid); };
+  CHECK(wait_until(ended, 10));
+  if (!ended()) ::kill(static_cast<pid_t>(pid), SIGKILL);  // no sleep left behind by a failure
 }
 
 TEST_CASE("report --metric picks the summary's columns without a rerun", "[cli][hardening][report]") {

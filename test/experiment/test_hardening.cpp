@@ -129,9 +129,23 @@ TEST_CASE("external: no folder name or axis value becomes shell syntax", "[harde
   fs::remove_all(context.work_dir.parent_path().parent_path());
 }
 
-TEST_CASE("run refuses a quoted placeholder before writing anything", "[hardening][external]") {
-  const Config config = parse_config(R"({"name": "q", "axes": {"seq_len": 16, "head_dim": 8},
-    "variants": [{"name": "ext", "external": "sh -c 'cp {inputs} {output}'"}]})");
+TEST_CASE("a quoted placeholder is refused when the config is read, and by run",
+          "[hardening][external]") {
+  const std::string text = R"({"name": "q", "axes": {"seq_len": 16, "head_dim": 8},
+    "variants": [{"name": "ext", "external": "sh -c 'cp {inputs} {output}'"}]})";
+  // validate, plan and run all read the config through parse_config: each refuses it, with the
+  // variant's path and the reason.
+  try {
+    (void)parse_config(text);
+    FAIL("parse_config accepted a quoted placeholder");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("variants[0].external"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("quotes"));
+  }
+  // A config built in code skips the parser; run_experiment checks again before writing.
+  Config config = parse_config(R"({"name": "q", "axes": {"seq_len": 16, "head_dim": 8},
+    "variants": [{"name": "ext", "external": "cp {inputs} {output}"}]})");
+  config.variants[0].external->command = "sh -c 'cp {inputs} {output}'";
   const fs::path dir = temp_dir("quoted");
   CHECK_THROWS_AS(run_experiment(config, make_plan(config), options_for(dir)), ConfigError);
   CHECK_FALSE(fs::exists(dir / "results.jsonl"));

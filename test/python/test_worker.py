@@ -40,13 +40,19 @@ def write_inputs(path, q, k, v):
 class Worker:
     """One worker process: requests to its stdin, answers from a pipe, log to a file."""
 
-    def __init__(self, target, *args, tmp):
+    def __init__(self, target, *args, tmp, module_form=False):
+        """module_form: started as `python3 -m attndev.worker` with only the source tree's
+        python/ folder on PYTHONPATH (no compiled module there), instead of by its path."""
         self.answers_r, answers_w = os.pipe()
         self.log = open(tmp / "log.txt", "w+")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["ATTNDEV_WORKER_FD"] = str(answers_w)  # attndev's is 3; any number works
+        command = [sys.executable, str(WORKER)]
+        if module_form:
+            env["PYTHONPATH"] = str(REPO / "python")
+            command = [sys.executable, "-m", "attndev.worker"]
         # From a folder outside the repository: nothing named attndev is importable there.
-        self.proc = subprocess.Popen([sys.executable, str(WORKER), target, *args],
+        self.proc = subprocess.Popen([*command, target, *args],
                                      stdin=subprocess.PIPE, stdout=self.log, stderr=self.log,
                                      pass_fds=(answers_w,), env=env, cwd=tmp, text=True)
         os.close(answers_w)
@@ -224,6 +230,31 @@ def test_importable_without_the_compiled_module_and_not_shadowing_torch(tmp_path
     w = Worker(f"{mod}:f", tmp=tmp_path)
     ready = w.answer()
     assert ready is not None, w.log_text()
+    assert w.close() == 0
+
+
+def test_module_form_runs_from_the_source_tree_without_the_compiled_module(tmp_path, inputs):
+    """`PYTHONPATH=python python3 -m attndev.worker` imports the package, whose __init__ loads the
+    compiled module only on first use: the source tree (no _core there) is enough, and the point
+    it computes is the per-point script's, bit for bit."""
+    path, q, k, v = inputs
+    mod = user_module(tmp_path, f"""
+        import sys
+        sys.path.insert(0, {str(NUMPY_SCRIPT.parent)!r})
+        import numpy_attention
+        def f(q, k, v, meta):
+            assert "attndev" in sys.modules and "attndev._core" not in sys.modules
+            return numpy_attention.worker_point(q, k, v, meta)
+    """)
+    w = Worker(f"{mod}:f", tmp=tmp_path, module_form=True)
+    assert w.answer() is not None, w.log_text()
+    out = tmp_path / "o.safetensors"
+    assert w.ask(path, out, {"causal": False}) == {"id": w.next_id, "status": "done"}, w.log_text()
+    ref = tmp_path / "ref.safetensors"
+    subprocess.run([sys.executable, str(NUMPY_SCRIPT), str(path), str(ref), "--causal", "false"],
+                   check=True)
+    assert_bit_identical(read_safetensors(out)["o"], read_safetensors(ref)["o"],
+                         "module-form worker vs per-point")
     assert w.close() == 0
 
 

@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,6 +242,78 @@ void end_process_tree(pid_t group) {
     }
 }
 
+namespace {
+
+// The guardian's signal from the kernel when attndev (the thread that forked it) dies.
+constexpr int kParentGoneSignal = SIGUSR1;
+
+// Every descriptor of the guardian closed: copies of attndev's ends of a worker's socket and
+// pipes would keep the command from ever seeing end of file.
+void close_every_descriptor() {
+  if (::syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return;
+  struct rlimit limit {};
+  const rlim_t top = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                         ? limit.rlim_cur
+                         : 65536;
+  for (rlim_t fd = 0; fd < top; ++fd) ::close(static_cast<int>(fd));
+}
+
+// Ends the guardian as the command ended: the same exit status, or the same signal (no core
+// file: the command's crash is not the guardian's).
+[[noreturn]] void exit_like(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const struct rlimit no_core {};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(sig, &dfl, nullptr);
+    sigset_t only;
+    ::sigemptyset(&only);
+    ::sigaddset(&only, sig);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);  // a signal whose default is to be ignored
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+}  // namespace
+
+void exec_guarded_shell(const char* command, char* const* envp, pid_t parent) {
+  sigset_t waited, before;
+  ::sigemptyset(&waited);
+  ::sigaddset(&waited, SIGCHLD);
+  ::sigaddset(&waited, kParentGoneSignal);
+  ::sigprocmask(SIG_BLOCK, &waited, &before);
+  ::prctl(PR_SET_PDEATHSIG, kParentGoneSignal);
+  if (::getppid() != parent) ::_exit(126);  // attndev died before the prctl
+  const pid_t shell = ::fork();
+  if (shell < 0) ::_exit(126);
+  if (shell == 0) {
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);  // the command gets attndev's mask, as before
+    char* argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"), const_cast<char*>(command),
+                    nullptr};
+    ::execve("/bin/sh", argv, envp);
+    ::_exit(127);
+  }
+  close_every_descriptor();
+  // After the fork: an ignored disposition would be inherited across the command's exec.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
+  for (;;) {
+    // sigwaitinfo is the rt_sigtimedwait system call itself: safe here like the calls above.
+    const int sig = ::sigwaitinfo(&waited, nullptr);
+    if (sig == kParentGoneSignal && ::getppid() != parent) ::kill(0, SIGKILL);  // the group, us too
+    if (sig != SIGCHLD) continue;  // EINTR, or the signal sent by someone else
+    int status = 0;
+    pid_t done;
+    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0)
+      if (done == shell) exit_like(status);
+  }
+}
+
 ProcessExit run_shell_command(const std::string& command,
                               const std::vector<std::string>& environment, double timeout_s,
                               const std::function<bool()>& stop_requested) {
@@ -274,20 +348,14 @@ ProcessExit run_shell_command(const std::string& command,
     return result;
   }
   if (pid == 0) {
-    // Child: only async-signal-safe calls until exec (the parent may have threads).
+    // Child: only async-signal-safe calls (the parent may have threads).
     ::setpgid(0, 0);
-    // attndev SIGKILLed: the shell (or the program it execs in place) dies with it.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
     const int in = ::open("/dev/null", O_RDONLY);
     if (in < 0) ::_exit(126);
     ::dup2(in, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    char* argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"),
-                    const_cast<char*>(command.c_str()), nullptr};
-    ::execve("/bin/sh", argv, envp.data());
-    ::_exit(127);
+    exec_guarded_shell(command.c_str(), envp.data(), parent);
   }
   ::setpgid(pid, pid);  // also from the parent: no race with a kill before the child's setpgid
   ::close(out_pipe[1]);
@@ -355,50 +423,6 @@ ProcessExit run_shell_command(const std::string& command,
     }
   }
   return result;
-}
-
-std::string placeholder_variable(std::string_view name) {
-  if (name == "inputs" || name == "output" || name == "format") {
-    std::string out = "ATTNDEV_";
-    for (char c : name) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return out;
-  }
-  std::string out = "ATTNDEV_AXIS_";
-  for (char c : name)
-    out += std::isalnum(static_cast<unsigned char>(c))
-               ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-               : '_';
-  return out;
-}
-
-std::optional<std::string> external_template_problem(const std::string& command) {
-  char quote = 0;  // ' or " while inside quotes
-  for (std::size_t i = 0; i < command.size(); ++i) {
-    const char c = command[i];
-    if (c == '\\' && quote != '\'') {
-      ++i;  // an escaped character is never a quote
-      continue;
-    }
-    if (quote == 0 && (c == '\'' || c == '"')) {
-      quote = c;
-    } else if (quote != 0 && c == quote) {
-      quote = 0;
-    } else if (c == '{' && (i == 0 || command[i - 1] != '$')) {  // ${VAR} is the shell's
-      const std::size_t close = command.find('}', i);
-      if (close == std::string::npos)
-        return "a '{' without its '}' at character " + std::to_string(i + 1);
-      const std::string name = command.substr(i + 1, close - i - 1);
-      if (quote != 0)
-        return "the placeholder {" + name + "} is inside " +
-               (quote == '"' ? std::string("double") : std::string("single")) +
-               " quotes: its value would be pasted into quoted text that a shell may parse "
-               "again (sh -c, eval). Write {" + name +
-               "} unquoted (attndev passes it as one word, whatever it holds), or refer to \"$" +
-               placeholder_variable(name) + "\" in nested shell code";
-      i = close;
-    }
-  }
-  return std::nullopt;
 }
 
 std::vector<std::string> external_environment(numerics::Format format,

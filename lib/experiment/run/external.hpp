@@ -27,7 +27,9 @@
 //                          (the metrics are still recorded: nan_count, inf_count)
 // The command runs in its own process group; after every call (a normal exit included) the whole
 // tree is ended: the group, then every process orphaned to attndev (a subreaper), which catches
-// children that left the group with setsid. The command gets SIGKILL when attndev dies.
+// children that left the group with setsid. When attndev dies, even by SIGKILL, the whole group
+// gets SIGKILL from its guardian (exec_guarded_shell); only a process that left it with setsid
+// survives.
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +43,7 @@
 
 #include "attention/attention.hpp"
 #include "experiment/spec/config.hpp"
+#include "experiment/spec/external_template.hpp"
 #include "experiment/run/status.hpp"
 #include "experiment/run/variant_runner.hpp"
 
@@ -72,16 +75,10 @@ ExternalResult read_external_output(const std::filesystem::path& output,
 std::string expand_command(const std::string& command, numerics::Format format,
                            const ExternalContext& context);
 
-// Why `command` cannot be run safely (a placeholder inside quotes, an unclosed brace), or nullopt.
-std::optional<std::string> external_template_problem(const std::string& command);
-
 // The environment entries ("NAME=value") that the placeholders of expand_command refer to:
 // ATTNDEV_INPUTS, ATTNDEV_OUTPUT, ATTNDEV_FORMAT and ATTNDEV_AXIS_<AXIS> for every axis.
 std::vector<std::string> external_environment(numerics::Format format,
                                               const ExternalContext& context);
-
-// The environment variable a placeholder names ("output" -> "ATTNDEV_OUTPUT").
-std::string placeholder_variable(std::string_view name);
 
 // ---- Process handling, shared by the one-shot and the worker forms of the protocol ----
 
@@ -124,6 +121,17 @@ ProcessExit run_shell_command(const std::string& command,
 // subreaper on the first call of run_shell_command) outside attndev's own process group, and
 // reaps them.
 void end_process_tree(pid_t group);
+
+// The child side of starting an external command, called in a child of attndev right after
+// fork, once its process group and descriptors are set up; never returns. The child stays as the
+// group's guardian and runs `/bin/sh -c command` (environment `envp`) as its own child, then
+// waits: when the command exits, it exits the same way (status, or the same signal), so the
+// caller sees the command's result; when attndev dies, even by SIGKILL, it kills the whole
+// group (PR_SET_PDEATHSIG reaches only a direct child, so without it the shell's own children
+// outlived a killed attndev). It holds no descriptor, so end of file reaches the command as
+// before, and it ignores SIGTERM, SIGINT and SIGHUP (the command decides what they do).
+// Only async-signal-safe calls: the parent may have threads.
+[[noreturn]] void exec_guarded_shell(const char* command, char* const* envp, pid_t parent);
 
 // Marks a live external worker's process group (its leader's pid) as kept, so that
 // end_process_tree, which ends every other child of attndev outside attndev's own group after a

@@ -232,8 +232,7 @@ class Worker {
     std::vector<char*> envp;
     for (std::string& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
-    const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
       const std::string e = std::string("fork: ") + std::strerror(errno);
@@ -251,8 +250,8 @@ class Worker {
       if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
           ::dup2(ans, kAnswerFd) < 0)
         ::_exit(126);
-      ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
-      ::_exit(127);
+      // attndev SIGKILLed: the guardian ends the worker's whole group.
+      exec_guarded_shell(command.c_str(), envp.data(), parent);
     }
     ::setpgid(pid, pid);  // from the parent too: no race with a kill before the child's setpgid
     // A per-point command's cleanup ends every other child of attndev in its own group; the

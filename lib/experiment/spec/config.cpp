@@ -14,6 +14,7 @@
 #include "config/names.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
+#include "experiment/spec/external_template.hpp"
 #include "experiment/spec/inputs.hpp"
 #include "experiment/spec/stable_hash.hpp"
 #include "io/json_depth.hpp"
@@ -482,6 +483,7 @@ void parse_command_placeholders(const std::string& path, Variant::External& e) {
   std::vector<std::string> used;
   for (std::size_t open = e.command.find('{'); open != std::string::npos;
        open = e.command.find('{', open + 1)) {
+    if (open > 0 && e.command[open - 1] == '$') continue;  // ${VAR} is the shell's
     const std::size_t close = e.command.find('}', open);
     if (close == std::string::npos)
       throw ConfigError(config::join_path(path, "external"),
@@ -494,6 +496,9 @@ void parse_command_placeholders(const std::string& path, Variant::External& e) {
                                                                  "; valid: " + join_names(names));
     used.push_back(name);
   }
+  // Known names, but placed where a nested shell could parse their values (inside quotes).
+  if (const auto problem = external_template_problem(e.command))
+    throw ConfigError(config::join_path(path, "external"), *problem);
   for (const char* required : {"inputs", "output"})
     if (std::find(used.begin(), used.end(), required) == used.end())
       throw ConfigError(config::join_path(path, "external"),
