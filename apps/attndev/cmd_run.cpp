@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
 #include "experiment/spec/memory.hpp"
