@@ -4,11 +4,11 @@
     scripts/plot.py RESULTS_DIR [RESULTS_DIR ...] [-o OUT_DIR] [--dpi N]
 
 The kind of figure is chosen from the experiment name in RESULTS_DIR/results.json (or the folder
-name): golden2024-fig3/4/5/6a/6b/6c, fa3-table3, attribution. Every value plotted is the mean over
-trials of a metric of rows with status "ok"; nothing is typed in except the published FA-3 RMSE
-values, drawn as markers next to ours and labelled as published.
+name): golden2024-fig3/4/5/6a/6b/6c, golden2024-fig4-5-distribution, fa3-table3, attribution.
+Every value plotted is the mean over trials of a metric of rows with status "ok"; nothing is typed
+in except the published FA-3 RMSE values, drawn as markers next to ours and labelled as published.
 
-The line panels (Fig. 5 and 6) are drawn by draw_pivot.draw_panel, the code that draws
+The line panels (Figs. 4-5 per distribution, 5 and 6) are drawn by draw_pivot.draw_panel, the code that draws
 `attndev plot` figures; for an experiment that is not one of these, use `attndev plot`
 (docs/plot.md), which needs no layout here.
 """
@@ -159,6 +159,29 @@ def plot_seqlen(rows, name, out_dir, dpi):
     save(fig, out_dir, name, dpi)
 
 
+def plot_distribution(rows, name, out_dir, dpi):
+    """Figs. 4-5 per input distribution: each variant's max and mean deviation over the
+    baseline's, vs N, one line per (variant, distribution); the baseline (ratio 1) left out."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    variants = [v for v in variants_in_order(rows)
+                if any(r["variant"] == v and r.get("ratio_max_abs") not in ("", "1") for r in rows)]
+    distributions = []
+    for r in rows:
+        if r["distribution"] not in distributions:
+            distributions.append(r["distribution"])
+    for i, (ax, metric) in enumerate(zip(axes, ("ratio_max_abs", "ratio_mean_abs"))):
+        m = mean_by(rows, ["seq_len", "distribution"], metric)
+        lines = []
+        for v in variants:
+            for dist in distributions:
+                pts = sorted((int(k[0]), y) for k, y in m.items() if k[1] == dist and k[2] == v)
+                lines.append((f"{v}, {dist}", [(p[0], positive(p[1]), None, None) for p in pts]))
+        draw_panel(ax, lines, "none", "sequence length N", "", title=metric + " (to the baseline)",
+                   logx=True, logy=True, legend=i == 0)
+    fig.suptitle("Golden et al. Figs. 4-5 per input distribution: Flash / Baseline, bf16", y=1.03)
+    save(fig, out_dir, name, dpi)
+
+
 def plot_tiles(rows, name, out_dir, dpi, title):
     """Fig. 6: deviation per tile shape Br x Bc, in the config's order."""
     tiles = []
@@ -234,7 +257,9 @@ def main():
     for folder in args.dirs:
         rows = read_rows(folder)
         name = experiment_name(folder)
-        if "fig3" in name:
+        if "distribution" in name:
+            plot_distribution(rows, name, args.out, args.dpi)
+        elif "fig3" in name:
             plot_formats(rows, name, args.out, args.dpi)
         elif "fig4" in name:
             plot_bars(rows, name, args.out, args.dpi, "max_abs",

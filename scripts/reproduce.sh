@@ -42,13 +42,13 @@ if [[ -n "$sram" && ! "$sram" =~ ^[1-9][0-9]*$ ]]; then
   echo "reproduce.sh: --sram needs a positive integer (elements of on-chip memory), got '$sram'" >&2
   exit 2
 fi
-# plot.py needs matplotlib (scripts/setup.sh installs python3-matplotlib); a pyenv or venv python3
-# first in PATH may lack it, so take the first interpreter that has it.
+# plot.py needs matplotlib: the project's plotting environment (build/venv-plot, created from PyPI
+# on first use by scripts/plot-venv.sh, as `attndev plot` does), never the system's Python.
 plot_python=""
-for py in python3 /usr/bin/python3; do
-  if "$py" -c 'import matplotlib' 2>/dev/null; then plot_python="$py"; break; fi
-done
-[[ -z "$plot_python" ]] && echo "reproduce.sh: no python3 with matplotlib: tables only, no figures (scripts/setup.sh installs it)" >&2
+if ! plot_python=$(scripts/plot-venv.sh); then
+  plot_python=""
+  echo "reproduce.sh: no plotting environment (scripts/plot-venv.sh said why above): tables only, no figures" >&2
+fi
 [[ -z "$out" ]] && out=$([[ $smoke == 1 ]] && echo results/paper-smoke || echo results/paper)
 [[ -z "$figures" ]] && figures="$out/figures"
 mkdir -p "$out"
