@@ -502,16 +502,17 @@ bool process_ended(long pid) {
   return close != std::string::npos && stat.compare(close + 2, 1, "Z") == 0;
 }
 
-}  // namespace
-
-TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed",
-          "[cli][hardening][external]") {
-  const fs::path pid_file = work_dir() / "ext_sleep.pid";
-  const fs::path cfg = write_config("ext_sleep", R"({"name": "ext_sleep",
+// Runs a one-variant config whose external `command` writes the pid of a long-lived process to
+// `{pid_file}` (replaced by the file's path), SIGKILLs attndev once the pid is there, and checks
+// that process ends within 10 s (killed, if not, so that a failure leaves nothing behind).
+void check_ends_with_attndev(const std::string& name, std::string command) {
+  const fs::path pid_file = work_dir() / (name + ".pid");
+  fs::remove(pid_file);
+  command.replace(command.find("{pid_file}"), 10, pid_file.string());
+  const fs::path cfg = write_config(name, R"({"name": ")" + name + R"(",
     "axes": {"seq_len": 16, "head_dim": 8},
-    "variants": [{"name": "ext",
-      "external": "exec sh -c 'echo $$ > )" + pid_file.string() + R"(; exec sleep 60' {inputs} {output}"}]})");
-  const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / "ext_sleep_out").string()});
+    "variants": [{"name": "ext", "external": ")" + command + R"("}]})");
+  const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / (name + "_out")).string()});
   REQUIRE(wait_until([&] { return fs::exists(pid_file) && fs::file_size(pid_file) > 0; }));
   long pid = 0;
   std::ifstream(pid_file) >> pid;
@@ -521,29 +522,23 @@ TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed
   CHECK(r.signal == SIGKILL);
   const auto ended = [&] { return process_ended(pid); };
   CHECK(wait_until(ended, 10));
+  if (!ended()) ::kill(static_cast<pid_t>(pid), SIGKILL);
+}
+
+}  // namespace
+
+TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed",
+          "[cli][hardening][external]") {
+  check_ends_with_attndev(
+      "ext_sleep", "exec sh -c 'echo $$ > {pid_file}; exec sleep 60' {inputs} {output}");
 }
 
 TEST_CASE("an external command's own children die with attndev when it is SIGKILLed",
           "[cli][hardening][external]") {
   // The sleep is the command's child, not the process attndev started: only a guardian that
   // kills the whole group reaches it (the kernel's parent-death signal goes to one process).
-  const fs::path pid_file = work_dir() / "ext_grandchild.pid";
-  fs::remove(pid_file);
-  const fs::path cfg = write_config("ext_grandchild", R"({"name": "ext_grandchild",
-    "axes": {"seq_len": 16, "head_dim": 8},
-    "variants": [{"name": "ext",
-      "external": "sleep 60 & echo $! > )" + pid_file.string() + R"(; wait; true {inputs} {output}"}]})");
-  const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / "ext_grandchild_out").string()});
-  REQUIRE(wait_until([&] { return fs::exists(pid_file) && fs::file_size(pid_file) > 0; }));
-  long pid = 0;
-  std::ifstream(pid_file) >> pid;
-  REQUIRE(pid > 0);
-  ::kill(c.pid, SIGKILL);
-  const Result r = wait_for(c);
-  CHECK(r.signal == SIGKILL);
-  const auto ended = [&] { return process_ended(pid); };
-  CHECK(wait_until(ended, 10));
-  if (!ended()) ::kill(static_cast<pid_t>(pid), SIGKILL);  // no sleep left behind by a failure
+  check_ends_with_attndev("ext_grandchild",
+                          "sleep 60 & echo $! > {pid_file}; wait; true {inputs} {output}");
 }
 
 TEST_CASE("report --metric picks the summary's columns without a rerun", "[cli][hardening][report]") {
