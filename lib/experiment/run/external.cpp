@@ -213,12 +213,18 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-void keep_process_group(pid_t group, bool keep) {
+pid_t fork_kept_group() {
+  // Held across the fork: an orphan scan on another thread that reads the child's group from
+  // /proc then asks is_kept_group waits here until the child is registered.
   const std::lock_guard<std::mutex> lock(kept_groups_mutex);
-  if (keep)
-    kept_groups.insert(group);
-  else
-    kept_groups.erase(group);
+  const pid_t pid = ::fork();
+  if (pid > 0) kept_groups.insert(pid);
+  return pid;
+}
+
+void release_kept_group(pid_t group) {
+  const std::lock_guard<std::mutex> lock(kept_groups_mutex);
+  kept_groups.erase(group);
 }
 
 void end_process_tree(pid_t group) {

@@ -133,9 +133,12 @@ void end_process_tree(pid_t group);
 // Only async-signal-safe calls: the parent may have threads.
 [[noreturn]] void exec_guarded_shell(const char* command, char* const* envp, pid_t parent);
 
-// Marks a live external worker's process group (its leader's pid) as kept, so that
-// end_process_tree, which ends every other child of attndev outside attndev's own group after a
-// per-point command, leaves it alone; unmarked when the worker is ended.
-void keep_process_group(pid_t group, bool keep);
+// fork() for a live external worker, whose child makes itself a process group leader: in the
+// parent, the child's pid is registered as a kept group before any other thread's
+// end_process_tree (which ends every other child of attndev outside attndev's own group after a
+// per-point command) can see it, so a worker lives on between points. The child must call
+// setpgid(0, 0) and only async-signal-safe functions. release_kept_group when it is ended.
+pid_t fork_kept_group();
+void release_kept_group(pid_t group);
 
 }  // namespace attndev::experiment

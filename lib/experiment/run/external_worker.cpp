@@ -186,7 +186,7 @@ class Worker {
       ::kill(-pid_, SIGKILL);
       while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
       }
-      keep_process_group(pid_, false);
+      release_kept_group(pid_);
       pid_ = -1;
     }
     for (int* fd : {&answers_, &log_}) {
@@ -233,7 +233,7 @@ class Worker {
     for (std::string& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
     const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
+    const pid_t pid = fork_kept_group();
     if (pid < 0) {
       const std::string e = std::string("fork: ") + std::strerror(errno);
       for (int fd : {sock[0], sock[1], answer[0], answer[1], log[0], log[1]}) ::close(fd);
@@ -254,9 +254,6 @@ class Worker {
       exec_guarded_shell(command.c_str(), envp.data(), parent);
     }
     ::setpgid(pid, pid);  // from the parent too: no race with a kill before the child's setpgid
-    // A per-point command's cleanup ends every other child of attndev in its own group; the
-    // worker lives on between points.
-    keep_process_group(pid, true);
     ::close(sock[1]);
     ::close(answer[1]);
     ::close(log[1]);
