@@ -133,27 +133,182 @@ Prologue load_without_setup(const std::string& path) {
   }
 }
 
+struct SlurmArgs {
+  std::string config;
+  std::string out;
+  int shards = 0;
+  std::string partition;
+  std::string time_limit;
+  int cpus_per_task = 1;
+  int gpus_per_task = 0;
+  std::string job_name;
+  std::string mem;
+  std::string constraint;
+  std::string gres;
+  std::vector<std::string> sbatch;
+  std::vector<std::string> setup;
+  bool allow_native = false;
+  bool submit = false;
+  bool json = false;
+};
+
+// Where the scripts and the frozen config go, under the shared output folder.
+struct SlurmPaths {
+  fs::path out, slurm_dir, frozen_config;
+};
+
+SlurmPaths slurm_paths(const std::string& out_arg) {
+  SlurmPaths p;
+  p.out = fs::absolute(out_arg).lexically_normal();
+  p.slurm_dir = p.out / std::string(experiment::kSlurmSubdir);
+  p.frozen_config = p.slurm_dir / "config.json";
+  return p;
+}
+
+experiment::SlurmOptions slurm_options(const SlurmArgs& a, const Prologue& prologue,
+                                       const SlurmPaths& paths) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
+  experiment::SlurmOptions options;
+  options.attndev_path = self.string();
+  options.config_path = paths.frozen_config.string();
+  // A trailing '/' from lexically_normal ("dir/") would make "dir//slurm" in the scripts.
+  options.output_dir =
+      paths.out.has_filename() ? paths.out.string() : paths.out.parent_path().string();
+  options.job_name = a.job_name.empty() ? experiment::default_job_name(a.config) : a.job_name;
+  options.shards = a.shards;
+  options.partition = a.partition;
+  options.time_limit = a.time_limit;
+  options.cpus_per_task = a.cpus_per_task;
+  options.gpus_per_task = a.gpus_per_task;
+  options.mem = a.mem;
+  options.constraint = a.constraint;
+  options.gres = a.gres;
+  options.sbatch = a.sbatch;
+  options.setup = prologue.setup;
+  options.setup.insert(options.setup.end(), a.setup.begin(), a.setup.end());
+  options.native_build = ATTNDEV_NATIVE_BUILD != 0;
+  options.allow_native = a.allow_native;
+  return options;
+}
+
+// Everything that can refuse the request, checked before a file is written.
+void check_slurm_request(const SlurmArgs& a, const SlurmPaths& paths, std::size_t points) {
+  if (a.shards >= 1 && static_cast<std::size_t>(a.shards) > points) {
+    throw UsageError("--shards " + std::to_string(a.shards) + " is more than the " +
+                     std::to_string(points) + " points of " + a.config +
+                     ": some tasks would have nothing to run; use --shards " +
+                     std::to_string(points) + " or fewer");
+  }
+  for (std::size_t n : existing_shard_counts(paths.out)) {
+    if (n != static_cast<std::size_t>(a.shards)) {
+      throw UsageError(paths.out.string() + " already holds results of a " + std::to_string(n) +
+                       "-shard run: continue it with --shards " + std::to_string(n) +
+                       ", or use another -o folder");
+    }
+  }
+  if (a.submit && !on_path("sbatch")) {
+    throw UsageError(
+        "--submit: sbatch is not on PATH; run this on a SLURM login node, or "
+        "drop --submit and run " +
+        (paths.slurm_dir / "submit.sh").string() + " there");
+  }
+}
+
+void write_slurm_files(const SlurmPaths& paths, const LoadedConfig& loaded,
+                       const experiment::SlurmScripts& scripts) {
+  // The manifest is written now, once, rather than by N tasks racing to create it; it also
+  // refuses a folder that holds another config's results before anything is submitted.
+  try {
+    experiment::prepare_output_dir(paths.out, loaded.config, /*force_new=*/false);
+  } catch (const experiment::OutputDirError& e) {
+    throw UsageError(e.what());
+  }
+  fs::create_directories(paths.out / std::string(experiment::kSlurmLogSubdir));
+  // Tasks read this copy, so editing CONFIG after submission cannot split one sweep across two
+  // configs (requeued and resubmitted tasks included).
+  io::write_file_atomic(paths.frozen_config, loaded.text);
+  io::write_file_atomic(paths.slurm_dir / "sweep.sbatch", scripts.sweep);
+  io::write_file_atomic(paths.slurm_dir / "merge.sbatch", scripts.merge);
+  io::write_file_atomic(paths.slurm_dir / "submit.sh", scripts.submit);
+  fs::permissions(paths.slurm_dir / "submit.sh",
+                  fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::add);
+}
+
+void print_json(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+// Prints what was written; with --submit runs submit.sh and prints its output (exit 1 if it
+// fails, the scripts kept for a retry).
+void report_or_submit(const SlurmArgs& a, const SlurmPaths& paths, std::size_t points) {
+  const fs::path& dir = paths.slurm_dir;
+  nlohmann::json summary = {
+      {"slurm_dir", dir.string()},
+      {"config", paths.frozen_config.string()},
+      {"points", points},
+      {"shards", a.shards},
+      {"scripts",
+       {(dir / "sweep.sbatch").string(), (dir / "merge.sbatch").string(),
+        (dir / "submit.sh").string()}},
+      {"submitted", false}};
+  if (!a.submit) {
+    if (a.json)
+      print_json(summary);
+    else
+      std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",
+                  dir.c_str(), dir.c_str());
+    return;
+  }
+  std::string submitted;
+  const int rc = run_capture({"bash", (dir / "submit.sh").string()}, submitted);
+  if (a.json) {
+    summary["submitted"] = rc == 0;
+    summary["submit_output"] = submitted;
+    print_json(summary);
+  } else {
+    std::fputs(submitted.c_str(), stdout);
+  }
+  if (rc != 0) {
+    log::error(
+        "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
+        "above and run submit.sh",
+        rc, dir.string());
+    throw CommandExit{kExitFailure};
+  }
+}
+
+void run_slurm(const SlurmArgs& a) {
+  // The "setup" prologue belongs to the scripts, not to the experiment: it is taken out of the
+  // config before parsing, so the config hash and the frozen copy the tasks run never see it.
+  const Prologue prologue = load_without_setup(a.config);
+  const LoadedConfig& loaded = prologue.loaded;
+  experiment::Plan plan;
+  try {
+    plan = experiment::make_plan(loaded.config);
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(a.config + ": " + e.what());
+  }
+  const SlurmPaths paths = slurm_paths(a.out);
+  check_slurm_request(a, paths, plan.points.size());
+  experiment::SlurmScripts scripts;
+  try {
+    scripts = experiment::make_slurm_scripts(slurm_options(a, prologue, paths));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  write_slurm_files(paths, loaded, scripts);
+  log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name, plan.points.size(),
+            a.shards, paths.slurm_dir.string());
+  report_or_submit(a, paths, plan.points.size());
+}
+
 }  // namespace
 
 void add_slurm_command(cli::Command& app) {
-  struct Args {
-    std::string config;
-    std::string out;
-    int shards = 0;
-    std::string partition;
-    std::string time_limit;
-    int cpus_per_task = 1;
-    int gpus_per_task = 0;
-    std::string job_name;
-    std::string mem;
-    std::string constraint;
-    std::string gres;
-    std::vector<std::string> sbatch;
-    std::vector<std::string> setup;
-    bool allow_native = false;
-    bool submit = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<SlurmArgs>();
   cli::Command* cmd = app.add_subcommand(
       "slurm",
       "Write sbatch scripts that run a config as a SLURM job array (one task per shard) "
@@ -185,132 +340,9 @@ void add_slurm_command(cli::Command& app) {
                 "Accept a binary built with -march=native (ATTNDEV_NATIVE=ON) when every node "
                 "has this machine's CPU; refused otherwise");
   cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json, "Print one JSON object (the scripts written, submit.sh's output)");
-  cmd->callback([args, json] {
-    // The "setup" prologue belongs to the scripts, not to the experiment: it is taken out of the
-    // config before parsing, so the config hash and the frozen copy the tasks run never see it.
-    const Prologue prologue = load_without_setup(args->config);
-    const LoadedConfig& loaded = prologue.loaded;
-    experiment::Plan plan;
-    try {
-      plan = experiment::make_plan(loaded.config);
-    } catch (const experiment::ConfigError& e) {
-      throw UsageError(args->config + ": " + e.what());
-    }
-    if (args->shards >= 1 && static_cast<std::size_t>(args->shards) > plan.points.size()) {
-      throw UsageError("--shards " + std::to_string(args->shards) + " is more than the " +
-                       std::to_string(plan.points.size()) + " points of " + args->config +
-                       ": some tasks would have nothing to run; use --shards " +
-                       std::to_string(plan.points.size()) + " or fewer");
-    }
-
-    const fs::path out = fs::absolute(args->out).lexically_normal();
-    const fs::path slurm_dir = out / std::string(experiment::kSlurmSubdir);
-    const fs::path frozen_config = slurm_dir / "config.json";
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec)
-      throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
-
-    experiment::SlurmOptions options;
-    options.attndev_path = self.string();
-    options.config_path = frozen_config.string();
-    // A trailing '/' from lexically_normal ("dir/") would make "dir//slurm" in the scripts.
-    options.output_dir = out.has_filename() ? out.string() : out.parent_path().string();
-    options.job_name =
-        args->job_name.empty() ? experiment::default_job_name(args->config) : args->job_name;
-    options.shards = args->shards;
-    options.partition = args->partition;
-    options.time_limit = args->time_limit;
-    options.cpus_per_task = args->cpus_per_task;
-    options.gpus_per_task = args->gpus_per_task;
-    options.mem = args->mem;
-    options.constraint = args->constraint;
-    options.gres = args->gres;
-    options.sbatch = args->sbatch;
-    options.setup = prologue.setup;
-    options.setup.insert(options.setup.end(), args->setup.begin(), args->setup.end());
-    options.native_build = ATTNDEV_NATIVE_BUILD != 0;
-    options.allow_native = args->allow_native;
-    experiment::SlurmScripts scripts;
-    try {
-      scripts = experiment::make_slurm_scripts(options);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    const std::set<std::size_t> counts = existing_shard_counts(out);
-    for (std::size_t n : counts) {
-      if (n != static_cast<std::size_t>(args->shards)) {
-        throw UsageError(out.string() + " already holds results of a " + std::to_string(n) +
-                         "-shard run: continue it with --shards " + std::to_string(n) +
-                         ", or use another -o folder");
-      }
-    }
-    if (args->submit && !on_path("sbatch")) {
-      throw UsageError(
-          "--submit: sbatch is not on PATH; run this on a SLURM login node, or "
-          "drop --submit and run " +
-          (slurm_dir / "submit.sh").string() + " there");
-    }
-
-    // The manifest is written now, once, rather than by N tasks racing to create it; it also
-    // refuses a folder that holds another config's results before anything is submitted.
-    try {
-      experiment::prepare_output_dir(out, loaded.config, /*force_new=*/false);
-    } catch (const experiment::OutputDirError& e) {
-      throw UsageError(e.what());
-    }
-    fs::create_directories(out / std::string(experiment::kSlurmLogSubdir));
-    // Tasks read this copy, so editing CONFIG after submission cannot split one sweep across two
-    // configs (requeued and resubmitted tasks included).
-    io::write_file_atomic(frozen_config, loaded.text);
-    io::write_file_atomic(slurm_dir / "sweep.sbatch", scripts.sweep);
-    io::write_file_atomic(slurm_dir / "merge.sbatch", scripts.merge);
-    io::write_file_atomic(slurm_dir / "submit.sh", scripts.submit);
-    fs::permissions(slurm_dir / "submit.sh",
-                    fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add);
-    log::info("{}: {} points in {} shards; scripts in {}", loaded.config.name, plan.points.size(),
-              args->shards, slurm_dir.string());
-
-    nlohmann::json summary = {
-        {"slurm_dir", slurm_dir.string()},
-        {"config", frozen_config.string()},
-        {"points", plan.points.size()},
-        {"shards", args->shards},
-        {"scripts",
-         {(slurm_dir / "sweep.sbatch").string(), (slurm_dir / "merge.sbatch").string(),
-          (slurm_dir / "submit.sh").string()}},
-        {"submitted", false}};
-    if (!args->submit && *json) {
-      std::printf("%s\n",
-                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-      return;
-    }
-    if (!args->submit) {
-      std::printf("wrote %s/{sweep.sbatch,merge.sbatch,submit.sh}\nsubmit with: %s/submit.sh\n",
-                  slurm_dir.c_str(), slurm_dir.c_str());
-      return;
-    }
-    std::string submitted;
-    const int rc = run_capture({"bash", (slurm_dir / "submit.sh").string()}, submitted);
-    if (*json) {
-      summary["submitted"] = rc == 0;
-      summary["submit_output"] = submitted;
-      std::printf("%s\n",
-                  summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-      std::fputs(submitted.c_str(), stdout);
-    }
-    if (rc != 0) {
-      log::error(
-          "submission failed (submit.sh exit {}); the scripts are in {}: fix the cause "
-          "above and run submit.sh",
-          rc, slurm_dir.string());
-      throw CommandExit{kExitFailure};
-    }
-  });
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object (the scripts written, submit.sh's output)");
+  cmd->callback([args] { run_slurm(*args); });
 }
 
 }  // namespace attndev::app
