@@ -77,21 +77,110 @@ class StopSignals {
   struct sigaction old_[std::size(kStopSignals)]{};
 };
 
+struct RunArgs {
+  std::string config;
+  std::string out;
+  std::vector<std::string> overrides;
+  std::string shard;
+  bool force_new = false;
+  int threads = 0;
+  double log_interval = 30;
+  bool no_summary = false;
+  bool no_retry = false;
+};
+
+experiment::RunOptions run_options(const RunArgs& a, const LoadedConfig& loaded,
+                                   const ShardSpec& shard) {
+  experiment::RunOptions options;
+  options.dir = a.out.empty() ? std::filesystem::path("results") / loaded.config.name
+                              : std::filesystem::path(a.out);
+  options.shard_index = shard.index;
+  options.shard_count = shard.count;
+  options.threads = a.threads;
+  options.force_new = a.force_new;
+  options.retry_failed = !a.no_retry;
+  options.provenance = io::collect_provenance();
+  options.config_text = loaded.text;
+  options.stop_requested = [] { return g_stop_signal != 0; };
+  return options;
+}
+
+// The run's last lines, and its exit status: 0, or failed rows, nothing compared, interrupted.
+void finish_run(const RunArgs& a, const experiment::RunReport& report, const ShardSpec& shard,
+                const std::filesystem::path& dir) {
+  if (report.interrupted) {
+    log::warn(
+        "interrupted by {}: {} of {} points of this shard are in {}; rerun the same command to "
+        "resume",
+        signal_name(static_cast<int>(g_stop_signal)), report.already_done + report.ran,
+        report.shard_points, report.results_file.string());
+    throw CommandExit{kExitInterrupted};
+  }
+  log::info(
+      "{} points ({} resumed, {} run now, {} of them retried); rows: {} ok, {} failed, {} "
+      "skipped; results in {}",
+      report.shard_points, report.already_done, report.ran, report.retried, report.rows_ok,
+      report.rows_failed, report.rows_skipped, dir.string());
+  if (report.tables_written && !a.no_summary && log::enabled(log::Level::info))
+    std::fputs(io::read_file(dir / "summary.md").c_str(), stdout);
+  if (shard.count > 1)
+    log::info("sharded run: combine the shards with `attndev merge {}`", dir.string());
+  if (report.rows_failed) throw CommandExit{kExitFailure};
+  if (report.rows_ok == 0 && report.rows_skipped) {
+    log::error("nothing was compared: every variant was skipped");
+    throw CommandExit{kExitNothingCompared};
+  }
+}
+
+void run_run(const RunArgs& a) {
+  const LoadedConfig loaded = load_config_or_usage(a.config, a.overrides);
+  const experiment::Config& config = loaded.config;
+  const ShardSpec shard = parse_shard(a.shard);
+  if (a.threads < 0) throw UsageError("-j/--threads must be >= 0, got " + std::to_string(a.threads));
+  experiment::Plan plan;
+  try {
+    plan = experiment::make_plan(config);
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(a.config + ": " + e.what());
+  }
+  // The same warnings as validate and plan: a sweep that runs for hours should say up front
+  // what it will compare across formats.
+  print_config_warnings(a.config, experiment::config_warnings(config));
+  // Before the folder is touched: a point that cannot fit fails now, not after hours.
+  const experiment::PlanPeak peak =
+      experiment::plan_peak_bytes(config, plan, a.threads, shard.index, shard.count);
+  if (peak.point)
+    io::require_memory(peak.bytes, "the largest point (" + peak.point->describe() + ")");
+  experiment::RunOptions options = run_options(a, loaded, shard);
+  experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, a.log_interval);
+  options.on_progress = [&progress](std::size_t done, std::size_t total) {
+    progress.update(done, total);
+  };
+  log::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
+            config.variants.size(),
+            shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
+                                  std::to_string(shard.count) + ")"
+                            : "",
+            options.dir.string());
+  experiment::RunReport report;
+  {
+    StopSignals signals;
+    try {
+      report = experiment::run_experiment(config, plan, options);
+    } catch (const experiment::OutputDirError& e) {
+      throw UsageError(e.what());
+    } catch (const experiment::ConfigError& e) {
+      throw UsageError(a.config + ": " + e.what());
+    }
+  }
+  progress.finish();
+  finish_run(a, report, shard, options.dir);
+}
+
 }  // namespace
 
 void add_run_command(cli::Command& app) {
-  struct Args {
-    std::string config;
-    std::string out;
-    std::vector<std::string> overrides;
-    std::string shard;
-    bool force_new = false;
-    int threads = 0;
-    double log_interval = 30;
-    bool no_summary = false;
-    bool no_retry = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<RunArgs>();
   cli::Command* cmd = app.add_subcommand(
       "run", "Run an experiment config (resumes an interrupted run in the same folder)");
   cmd->add_option("config", args->config, "Experiment config (JSON)")->required();
@@ -114,84 +203,7 @@ void add_run_command(cli::Command& app) {
   cmd->add_flag("--no-summary", args->no_summary, "Do not print summary.md at the end");
   cmd->add_flag("--no-retry", args->no_retry,
                 "Keep points with a failed row as they are (default: run them again)");
-  cmd->callback([args] {
-    const LoadedConfig loaded = load_config_or_usage(args->config, args->overrides);
-    const experiment::Config& config = loaded.config;
-    const ShardSpec shard = parse_shard(args->shard);
-    if (args->threads < 0)
-      throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
-    experiment::Plan plan;
-    try {
-      plan = experiment::make_plan(config);
-    } catch (const experiment::ConfigError& e) {
-      throw UsageError(args->config + ": " + e.what());
-    }
-    // The same warnings as validate and plan: a sweep that runs for hours should say up front
-    // what it will compare across formats.
-    print_config_warnings(args->config, experiment::config_warnings(config));
-    // Before the folder is touched: a point that cannot fit fails now, not after hours.
-    const experiment::PlanPeak peak =
-        experiment::plan_peak_bytes(config, plan, args->threads, shard.index, shard.count);
-    if (peak.point)
-      io::require_memory(peak.bytes, "the largest point (" + peak.point->describe() + ")");
-    experiment::RunOptions options;
-    options.dir = args->out.empty() ? std::filesystem::path("results") / config.name
-                                    : std::filesystem::path(args->out);
-    options.shard_index = shard.index;
-    options.shard_count = shard.count;
-    options.threads = args->threads;
-    options.force_new = args->force_new;
-    options.retry_failed = !args->no_retry;
-    options.provenance = io::collect_provenance();
-    options.config_text = loaded.text;
-    options.stop_requested = [] { return g_stop_signal != 0; };
-    experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, args->log_interval);
-    options.on_progress = [&progress](std::size_t done, std::size_t total) {
-      progress.update(done, total);
-    };
-
-    log::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
-              config.variants.size(),
-              shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
-                                    std::to_string(shard.count) + ")"
-                              : "",
-              options.dir.string());
-    experiment::RunReport report;
-    {
-      StopSignals signals;
-      try {
-        report = experiment::run_experiment(config, plan, options);
-      } catch (const experiment::OutputDirError& e) {
-        throw UsageError(e.what());
-      } catch (const experiment::ConfigError& e) {
-        throw UsageError(args->config + ": " + e.what());
-      }
-    }
-    progress.finish();
-    if (report.interrupted) {
-      log::warn(
-          "interrupted by {}: {} of {} points of this shard are in {}; rerun the same command to "
-          "resume",
-          signal_name(static_cast<int>(g_stop_signal)), report.already_done + report.ran,
-          report.shard_points, report.results_file.string());
-      throw CommandExit{kExitInterrupted};
-    }
-    log::info(
-        "{} points ({} resumed, {} run now, {} of them retried); rows: {} ok, {} failed, {} "
-        "skipped; results in {}",
-        report.shard_points, report.already_done, report.ran, report.retried, report.rows_ok,
-        report.rows_failed,
-        report.rows_skipped, options.dir.string());
-    if (report.tables_written && !args->no_summary && log::enabled(log::Level::info))
-      std::fputs(io::read_file(options.dir / "summary.md").c_str(), stdout);
-    if (shard.count > 1)
-      log::info("sharded run: combine the shards with `attndev merge {}`", options.dir.string());
-    if (report.rows_failed) throw CommandExit{kExitFailure};
-    if (report.rows_ok == 0 && report.rows_skipped) {
-      log::error("nothing was compared: every variant was skipped");
-      throw CommandExit{kExitNothingCompared};
-    }
-  });
+  cmd->callback([args] { run_run(*args); });
 }
 
 }  // namespace attndev::app
