@@ -58,47 +58,50 @@ void progress_line(const std::string& run, const train::StepLog& l, int every, i
             l.skipped ? " SKIPPED (overflow)" : "", l.seconds);
 }
 
-void run_train(const TrainArgs& args, const std::string& command_line) {
-  nlohmann::json j;
+// The config as given, with --steps applied, parsed as a study or as a single run.
+struct LoadedTrain {
+  nlohmann::json json;
+  bool is_study = false;
   train::StudyConfig study;
   train::TrainConfig single;
-  const bool is_study_config = [&] {
-    try {
-      j = train::read_json_file(args.config);
-      if (args.steps > 0) {
-        // --steps overrides every run (the study's base) before validation.
-        if (train::is_study(j))
-          j["base"]["steps"] = args.steps;
-        else
-          j["steps"] = args.steps;
-      }
-      if (train::is_study(j)) {
-        study = train::parse_study_config(j, args.quick);
-        return true;
-      }
-      if (args.quick) throw UsageError("--quick applies to a study config (one with \"runs\")");
-      single = train::parse_train_config(j);
-      return false;
-    } catch (const experiment::ConfigError& e) {
-      throw UsageError(args.config + ": " + e.path() + ": " + e.message());
-    }
-  }();
-  const int threads = args.threads > 0
-                          ? args.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  train::StudyOptions options;
-  options.threads = threads;
-  options.text = args.text;
-  options.corpus = args.corpus;
-  options.command_line = command_line;
-  options.capture_steps = args.capture;
+  std::vector<train::TrainConfig> runs() const {
+    return is_study ? study.runs : std::vector<train::TrainConfig>{single};
+  }
+  const std::string& name() const { return is_study ? study.name : single.name; }
+};
+
+LoadedTrain load_train(const TrainArgs& args) {
+  LoadedTrain t;
+  try {
+    t.json = train::read_json_file(args.config);
+    t.is_study = train::is_study(t.json);
+    if (args.steps > 0) {
+      // --steps overrides every run (the study's base) before validation.
+      if (t.is_study)
+        t.json["base"]["steps"] = args.steps;
+      else
+        t.json["steps"] = args.steps;
+    }
+    if (t.is_study) {
+      t.study = train::parse_study_config(t.json, args.quick);
+    } else {
+      if (args.quick) throw UsageError("--quick applies to a study config (one with \"runs\")");
+      t.single = train::parse_train_config(t.json);
+    }
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(args.config + ": " + e.path() + ": " + e.message());
+  }
+  return t;
+}
+
+// Every capture step checked, memory checked and every corpus loaded before the output folder
+// is created: a bad step or a missing text is a usage error that leaves nothing behind.
+void check_train_request(const TrainArgs& args, const LoadedTrain& t,
+                         const train::StudyOptions& options) {
   if (!args.text.empty() && !args.corpus.empty())
     throw UsageError("--text FILE and --corpus NAME both choose the corpus: give one");
-  // Check every capture step and load every corpus before creating the output folder: a bad
-  // step or a missing text is a usage error that leaves nothing behind.
-  const std::vector<train::TrainConfig> all_runs =
-      is_study_config ? study.runs : std::vector<train::TrainConfig>{single};
+  const std::vector<train::TrainConfig> all_runs = t.runs();
   for (const train::TrainConfig& c : all_runs)
     for (int s : args.capture)
       if (s < 0 || s >= c.steps)
@@ -106,54 +109,75 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
                          std::to_string(c.steps - 1) +
                          " (step s is the forward pass of update s, on snapshot step_s)");
   for (const train::TrainConfig& c : all_runs)
-    io::require_memory(train::training_memory_bytes(c, threads), "training run " + c.name);
+    io::require_memory(train::training_memory_bytes(c, options.threads), "training run " + c.name);
   try {
     for (const train::TrainConfig& c : all_runs) train::load_run_corpus(c, options);
   } catch (const train::CorpusError& e) {
     throw UsageError(e.what());
   }
-  const std::string name = is_study_config ? study.name : single.name;
-  const std::filesystem::path out = args.out.empty() ? std::filesystem::path("results/train") / name
-                                                     : std::filesystem::path(args.out);
+}
+
+void train_study(const train::StudyConfig& study, train::StudyOptions& options,
+                 nlohmann::json record) {
+  int total = 0;
+  for (const auto& c : study.runs) total = std::max(total, c.steps);
+  const int every = study.runs.front().log_every;
+  options.progress = [&](const std::string& run, const train::StepLog& l) {
+    progress_line(run, l, every, total);
+  };
+  const train::StudyResult r = train::run_study(study, options);
+  record["files"] = r.files;
+  record["compared_rows"] = r.compared_rows;
+  record["provenance"] = provenance_json();
+  io::write_file_atomic(options.out_dir / "study.json", record.dump(2) + "\n");
+  log::info("study {}: {} comparison rows; see {}", study.name, r.compared_rows,
+            (options.out_dir / "summary.md").string());
+  if (r.compared_rows == 0 && !study.pairs.empty()) throw CommandExit{kExitNothingCompared};
+}
+
+void train_single(const train::TrainConfig& single, train::StudyOptions& options,
+                  std::size_t captures) {
+  const std::filesystem::path& out = options.out_dir;
+  options.progress = [&](const std::string& run, const train::StepLog& l) {
+    progress_line(run, l, single.log_every, single.steps);
+  };
+  const train::Corpus corpus = train::load_run_corpus(single, options);
+  const train::RunResult r = train::run_single(single, corpus, options, out);
+  log::info("{}: loss {:.4f} -> {:.4f} in {} steps, {:.1f} s; snapshots in {}", single.name,
+            r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
+            (out / "snapshots").string());
+  if (!single.shadows.empty())
+    log::info("{}: in-model deviation of {} shadow(s) at {} step(s) in {} ({:.1f} s)", single.name,
+              single.shadows.size(), single.shadow_steps.size(), (out / "in_model.csv").string(),
+              r.shadow_seconds);
+  if (captures != 0)
+    log::info("{}: Q, K, V of {} step(s) in {}", single.name, captures,
+              (out / "captures").string());
+}
+
+void run_train(const TrainArgs& args, const std::string& command_line) {
+  const LoadedTrain t = load_train(args);
+  train::StudyOptions options;
+  options.threads = args.threads > 0
+                        ? args.threads
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.text = args.text;
+  options.corpus = args.corpus;
+  options.command_line = command_line;
+  options.capture_steps = args.capture;
+  check_train_request(args, t, options);
+  const std::filesystem::path out = args.out.empty()
+                                        ? std::filesystem::path("results/train") / t.name()
+                                        : std::filesystem::path(args.out);
   prepare_out_dir(out, args.force);
   options.out_dir = out;
-  nlohmann::json record;
-  record["command_line"] = command_line;
-  record["config_file"] = args.config;
-  record["config"] = j;
-  record["quick"] = args.quick;
-  record["threads"] = threads;
-  if (is_study_config) {
-    int total = 0;
-    for (const auto& c : study.runs) total = std::max(total, c.steps);
-    const int every = study.runs.front().log_every;
-    options.progress = [&](const std::string& run, const train::StepLog& l) {
-      progress_line(run, l, every, total);
-    };
-    const train::StudyResult r = train::run_study(study, options);
-    record["files"] = r.files;
-    record["compared_rows"] = r.compared_rows;
-    record["provenance"] = provenance_json();
-    io::write_file_atomic(out / "study.json", record.dump(2) + "\n");
-    log::info("study {}: {} comparison rows; see {}", study.name, r.compared_rows,
-              (out / "summary.md").string());
-    if (r.compared_rows == 0 && !study.pairs.empty()) throw CommandExit{kExitNothingCompared};
+  if (t.is_study) {
+    const nlohmann::json record = {{"command_line", command_line}, {"config_file", args.config},
+                                   {"config", t.json},             {"quick", args.quick},
+                                   {"threads", options.threads}};
+    train_study(t.study, options, record);
   } else {
-    options.progress = [&](const std::string& run, const train::StepLog& l) {
-      progress_line(run, l, single.log_every, single.steps);
-    };
-    const train::Corpus corpus = train::load_run_corpus(single, options);
-    const train::RunResult r = train::run_single(single, corpus, options, out);
-    log::info("{}: loss {:.4f} -> {:.4f} in {} steps, {:.1f} s; snapshots in {}", single.name,
-              r.log.front().loss, r.log.back().loss, single.steps, r.seconds,
-              (out / "snapshots").string());
-    if (!single.shadows.empty())
-      log::info("{}: in-model deviation of {} shadow(s) at {} step(s) in {} ({:.1f} s)",
-                single.name, single.shadows.size(), single.shadow_steps.size(),
-                (out / "in_model.csv").string(), r.shadow_seconds);
-    if (!args.capture.empty())
-      log::info("{}: Q, K, V of {} step(s) in {}", single.name, args.capture.size(),
-                (out / "captures").string());
+    train_single(t.single, options, args.capture.size());
   }
 }
 
