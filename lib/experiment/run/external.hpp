@@ -130,7 +130,10 @@ void end_process_tree(pid_t group);
 // group (PR_SET_PDEATHSIG reaches only a direct child, so without it the shell's own children
 // outlived a killed attndev). It holds no descriptor, so end of file reaches the command as
 // before, and it ignores SIGTERM, SIGINT and SIGHUP (the command decides what they do).
-// Only async-signal-safe calls: the parent may have threads.
+// Only async-signal-safe calls: the parent may have threads. The guardian is a fork of attndev
+// that never execs, so it shares (and, as attndev writes them, keeps) attndev's pages while the
+// command runs: fit for a per-point command, during which attndev only waits; not for a worker
+// that lives through a whole run (external_worker.cpp).
 [[noreturn]] void exec_guarded_shell(const char* command, char* const* envp, pid_t parent);
 
 // fork() for a live external worker, whose child makes itself a process group leader: in the

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -250,8 +251,15 @@ class Worker {
       if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
           ::dup2(ans, kAnswerFd) < 0)
         ::_exit(126);
-      // attndev SIGKILLed: the guardian ends the worker's whole group.
-      exec_guarded_shell(command.c_str(), envp.data(), parent);
+      // attndev SIGKILLed: the worker's top process dies with it (and attndev.worker exits on the
+      // socket's hang-up anyway). Not exec_guarded_shell: its guardian is a fork of attndev that
+      // would live as long as the worker, pinning every page attndev held at the fork (a worker
+      // restarted mid-run, after gigabytes of tensors) until the run ends.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);
+      const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+      ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
+      ::_exit(127);
     }
     ::setpgid(pid, pid);  // from the parent too: no race with a kill before the child's setpgid
     ::close(sock[1]);
