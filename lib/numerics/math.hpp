@@ -142,6 +142,38 @@ ATTNDEV_HD inline double exp_f64(double x) {
   return detail::scale_pow2_f64(fma(r, g, 1.0), k);
 }
 
+// e^x as PyTorch's Vectorized<float>::exp_u20 computes it in each lane on AVX2 and AVX-512
+// (aten/src/ATen/cpu/vec/vec256/vec256_float.h; its CPU flash-attention kernel's softmax), one
+// float operation per vector instruction, so that the result has its bits (not e^x's: the
+// polynomial's error is up to ~20 ulp, hence the name). The sequence:
+//   below = x < ln(FLT_MIN)                        (0xc2aeac50, about -87.34; false for NaN)
+//   src   = max(min(x, ln(FLT_MAX)), ln(FLT_MIN))  (MINPS/MAXPS: the second operand if NaN)
+//   fx    = floor(fma(src, log2(e), 0.5))          (log2(e) = 0x3fb8aa3b)
+//   r     = fma(-fx, ln2, src)                     (ln2 = 0x3f317218: one rounding, no hi/lo)
+//   poly  = 1 + r(c1 + r(c2 + r(c3 + r(c4 + r c5))))  by Horner with fma, c_k near 1/k!
+//   2^(fx-1) built from bits ((int(fx - 1) + 127) << 23), +0 where below
+//   result = (poly * 2^(fx-1)) * 2
+// Host and device: only float + - * fma, a floor and bit operations.
+ATTNDEV_HD inline float exp_u20_f32(float x) {
+  const float ln_flt_min = float_from_bits(0xc2aeac50u);
+  const float ln_flt_max = float_from_bits(0x42b17218u);
+  const bool below = x < ln_flt_min;
+  float src = x < ln_flt_max ? x : ln_flt_max;  // MINPS(x, max)
+  src = src > ln_flt_min ? src : ln_flt_min;    // MAXPS(src, min)
+  const float fx = floorf(fmaf(src, float_from_bits(0x3fb8aa3bu), 0.5f));
+  const float r = fmaf(-fx, float_from_bits(0x3f317218u), src);
+  float poly = fmaf(r, 0.00828929059f, 0.0418978221f);
+  poly = fmaf(r, poly, 0.166676521f);
+  poly = fmaf(r, poly, 0.499991506f);
+  poly = fmaf(r, poly, 0.999999701f);
+  poly = fmaf(r, poly, 1.0f);
+  // fx - 1 is an integer in [-127, 127]: the conversion is exact. Unsigned arithmetic wraps as
+  // the vector's 32-bit integer lanes do (fx - 1 = -127 gives the bits of +0).
+  const std::uint32_t e = static_cast<std::uint32_t>(static_cast<std::int32_t>(fx - 1.0f)) + 127u;
+  const float two_pow = below ? 0.0f : float_from_bits(e << 23);
+  return (poly * two_pow) * 2.0f;
+}
+
 ATTNDEV_HD inline double exp2_in(Format f, double x) {
   if (f == Format::fp64) return exp2_f64(x);
   return round_to(f, static_cast<double>(exp2_f32(static_cast<float>(x))));

@@ -64,11 +64,15 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
   const bool tensors = p.policy.model == numerics::Model::framework;
   // The block's P V formed apart and merged: fp8's per-block V scale, or a framework's matmul
   // output stored before it joins the accumulator.
-  const bool block_local = Dequant::kBlockLocalPv || tensors;
+  // PyTorch's CPU kernel (SoftmaxForm::torch_cpu_avx2): the vector form of OnlineSoftmax, scores
+  // scaled before the max, and the block's P V a gemm of its own added to O (beta = 1).
+  const bool vector_form = p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
+  const bool block_local = Dequant::kBlockLocalPv || tensors || vector_form;
   const T scale = static_cast<T>(p.score_scale);
   for (int r = 0; r < rows; ++r) {
     w.softmax[r] = OnlineSoftmax<A>{};
     w.softmax[r].tensors = tensors;
+    w.softmax[r].lanes = vector_form ? numerics::kTorchCpuLanes : 0;
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }
@@ -78,16 +82,23 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     for (int r = 0; r < rows; ++r)
       w.count[r] = visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal);
     kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
+    // The vector form's groups of lanes start at the block's first key and cover its full
+    // width, masked keys included (the kernel sets their scores to -inf; their p are 0 and add
+    // nothing): the keys past the last full group are the scalar tail.
+    const int block_keys = p.seq_kv - j0 < p.block_c ? p.seq_kv - j0 : p.block_c;
+    const int vector_keys =
+        vector_form ? block_keys / numerics::kTorchCpuLanes * numerics::kTorchCpuLanes : 0;
     for (int r = 0; r < rows; ++r) {
       const int n = w.count[r];
       if (n == 0) continue;
       T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
       a.store_all(Stage::score_accum, s, n);       // QK^T as its matmul stores it (framework model)
       dequant.scores(a, row_begin + r, j0, s, n);
-      if (tensors && p.scale_scores)
+      if ((tensors || vector_form) && p.scale_scores)
         for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
       a.round_all(Stage::score, s, n);
       OnlineSoftmax<A>& sm = w.softmax[r];
+      sm.vector_count = vector_keys;
       if (!sm.rescale(a, block_max(s, n))) {
         w.count[r] = 0;  // every score so far is -inf: the block adds nothing to this row
         continue;
