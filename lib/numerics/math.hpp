@@ -174,6 +174,36 @@ ATTNDEV_HD inline float exp_u20_f32(float x) {
   return (poly * two_pow) * 2.0f;
 }
 
+// e^x as PyTorch's Vectorized<float>::fexp_u20 computes it on AVX2 (vec256_float.h; the "fast"
+// exp its CPU flash kernel uses where P is stored in bf16 or fp16): a Schraudolph-style exponent
+// trick with a cubic correction (Malossi et al., "Fast Exponential Computation on SIMD
+// Architectures"), accurate to about 1 ulp of bf16/fp16 only:
+//   y    = x * log2(e)                             (one rounding)
+//   f    = y - floor(y)
+//   corr = c0 + f(c1 + f(c2 + f c3))               (Horner with fma)
+//   bits = trunc(fma(2^23, y - corr, 127 * 2^23))  (the float's bit pattern, taken as an integer)
+//   +0 for x < ln(FLT_MIN), +inf for x > ln(FLT_MAX)
+// Host and device: float * - fma, floor, trunc and bit operations.
+ATTNDEV_HD inline float fexp_u20_f32(float x) {
+  const float ln_flt_min = float_from_bits(0xc2aeac50u);
+  const float ln_flt_max = float_from_bits(0x42b17218u);
+  if (x < ln_flt_min) return 0.0f;  // also -inf: a masked score
+  if (x > ln_flt_max) return static_cast<float>(INFINITY);
+  float y = x * float_from_bits(0x3fb8aa3bu);
+  const float f = y - floorf(y);
+  // The coefficients as the kernel writes them: float literals, or double literals converted.
+  float corr = fmaf(f, static_cast<float>(-0.079204240219773236),
+                    static_cast<float>(-0.22433836478672356));
+  corr = fmaf(f, corr, 0.30354260500649682f);
+  corr = fmaf(f, corr, 0.00010703434948458272f);
+  y = y - corr;
+  const float t = fmaf(8388608.0f, y, 1065353216.0f);  // 2^23 * y + 127 * 2^23
+  // In range, t is in (0, 2^31): the truncating conversion (CVTTPS2DQ) is defined. A NaN x
+  // passes both tests; the vector instruction gives 0x80000000 (-0.0f) for it.
+  if (!(t == t)) return float_from_bits(0x80000000u);
+  return float_from_bits(static_cast<std::uint32_t>(static_cast<std::int32_t>(t)));
+}
+
 ATTNDEV_HD inline double exp2_in(Format f, double x) {
   if (f == Format::fp64) return exp2_f64(x);
   return round_to(f, static_cast<double>(exp2_f32(static_cast<float>(x))));

@@ -73,6 +73,10 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     w.softmax[r] = OnlineSoftmax<A>{};
     w.softmax[r].tensors = tensors;
     w.softmax[r].lanes = vector_form ? numerics::kTorchCpuLanes : 0;
+    // The kernel's lanes evaluate fexp_u20 where P is stored in a 16-bit format, exp_u20 where
+    // it stays fp32 (its fp32 instantiation).
+    w.softmax[r].fast_exp = vector_form && (p.policy.prob == numerics::Format::bf16 ||
+                                            p.policy.prob == numerics::Format::fp16);
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }

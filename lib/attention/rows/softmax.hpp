@@ -74,8 +74,9 @@ ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename
 // The vector form (`lanes` > 0: PyTorch's CPU flash kernel, numerics::SoftmaxForm::
 // torch_cpu_avx2; scores already scaled, the kernel model, nothing stored between ops):
 //   rescale     m_new = max(m, block max); alpha = exp(m - m_new)            (no l *= alpha)
-//   probs       p_j = exp_u20(s_j - m_new) for the first `vector_count` keys of the block (its
-//               full groups of `lanes`), exp(s_j - m_new) for the rest (the scalar tail)
+//   probs       p_j = exp_u20(s_j - m_new) (fexp_u20 when `fast_exp`: P stored in bf16/fp16) for
+//               the first `vector_count` keys of the block (its full groups of `lanes`),
+//               exp(s_j - m_new) for the rest (the scalar tail)
 //   accumulate  the vector keys summed in `lanes` running sums (key j into lane j % lanes),
 //               reduced pairwise by halves (lane_sum), then the tail added in order:
 //               l = block_sum + alpha * l   (a.mac: fused when policy.fma)
@@ -91,6 +92,7 @@ struct OnlineSoftmax {
   bool tensors = false;  // the tensor form (above)
   int lanes = 0;          // > 0: the vector form (above), with this many lanes
   int vector_count = 0;   // vector form: keys of the current block in full groups of `lanes`
+  bool fast_exp = false;  // vector form: fexp_u20 in the lanes (P stored in bf16/fp16), not exp_u20
 
   // Whether the scores reach rescale already multiplied by the scale (tensor and vector forms).
   ATTNDEV_HD bool scaled_scores() const { return tensors || lanes > 0; }
@@ -146,8 +148,9 @@ struct OnlineSoftmax {
   // exp_u20 of one lane: the float function, rounded once to the stats format (a no-op for the
   // presets' fp32 statistics).
   ATTNDEV_HD T prob_vector_lane(const A& a, T s) const {
-    const T x = a.sub(Stage::stats, s, m);
-    return a.round(Stage::stats, static_cast<T>(numerics::exp_u20_f32(static_cast<float>(x))));
+    const float x = static_cast<float>(a.sub(Stage::stats, s, m));
+    const float e = fast_exp ? numerics::fexp_u20_f32(x) : numerics::exp_u20_f32(x);
+    return a.round(Stage::stats, static_cast<T>(e));
   }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
     if (lanes > 0) {
