@@ -57,13 +57,13 @@ struct Flash2Work {
 
 // The k-blocks of PyTorch's CPU P V gemm (cpublas::gemm, bf16/fp16 operands into an fp32 dst with
 // beta = 1, MKL underneath), measured with crafted inputs (docs/numerics.md): a block of k keys
-// is summed in one piece up to 192 keys, in two halves (the first ceil(k/2)) up to 384, and in
+// is summed in one piece up to 192 keys, in two halves (the first floor(k/2)) up to 384, and in
 // pieces of 192 (the last the remainder) beyond; each piece is summed from 0 in key order and
 // added to dst in turn. Returns the end of the piece that starts at `begin`.
 ATTNDEV_HD inline int torch_cpu_pv_piece_end(int k, int begin) {
   constexpr int kPiece = 192;
   if (k <= kPiece) return k;
-  if (k <= 2 * kPiece) return begin == 0 ? (k + 1) / 2 : k;
+  if (k <= 2 * kPiece) return begin == 0 ? k / 2 : k;
   return begin + kPiece < k ? begin + kPiece : k;
 }
 
