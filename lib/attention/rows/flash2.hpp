@@ -78,8 +78,10 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
   // The block's P V formed apart and merged: fp8's per-block V scale, or a framework's matmul
   // output stored before it joins the accumulator.
   // PyTorch's CPU kernel (SoftmaxForm::torch_cpu_avx2): the vector form of OnlineSoftmax, scores
-  // scaled before the max, and the block's P V a gemm of its own added to O (beta = 1).
-  const bool vector_form = p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
+  // scaled before the max, and the block's P V a gemm of its own added to O (beta = 1). The fp8
+  // algorithms (a Dequant with per-block V scales) model FA-3 and ignore the form.
+  const bool vector_form =
+      !Dequant::kBlockLocalPv && p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
   const bool block_local = Dequant::kBlockLocalPv || tensors || vector_form;
   const T scale = static_cast<T>(p.score_scale);
   for (int r = 0; r < rows; ++r) {
