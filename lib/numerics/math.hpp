@@ -204,6 +204,14 @@ ATTNDEV_HD inline float fexp_u20_f32(float x) {
   return float_from_bits(static_cast<std::uint32_t>(static_cast<std::int32_t>(t)));
 }
 
+// e^x as a libm expf computes it (glibc's evaluates in double and rounds once; PyTorch's CPU
+// flash kernel calls std::exp(float) for its scalar tails and rescale factors): exp_f64 rounded
+// to float. Correctly rounded but where e^x lies within exp_f64's error of a midpoint between
+// floats (about one argument in 2^29), as glibc's is.
+ATTNDEV_HD inline float libm_expf(float x) {
+  return static_cast<float>(exp_f64(static_cast<double>(x)));
+}
+
 ATTNDEV_HD inline double exp2_in(Format f, double x) {
   if (f == Format::fp64) return exp2_f64(x);
   return round_to(f, static_cast<double>(exp2_f32(static_cast<float>(x))));

@@ -76,7 +76,7 @@ ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename
 //   rescale     m_new = max(m, block max); alpha = exp(m - m_new)            (no l *= alpha)
 //   probs       p_j = exp_u20(s_j - m_new) (fexp_u20 when `fast_exp`: P stored in bf16/fp16) for
 //               the first `vector_count` keys of the block (its full groups of `lanes`),
-//               exp(s_j - m_new) for the rest (the scalar tail)
+//               libm's expf(s_j - m_new) for the rest (the scalar tail); alpha is libm's expf too
 //   accumulate  the vector keys summed in `lanes` running sums (key j into lane j % lanes),
 //               reduced pairwise by halves (lane_sum), then the tail added in order:
 //               l = block_sum + alpha * l   (a.mac: fused when policy.fma)
@@ -110,6 +110,11 @@ struct OnlineSoftmax {
   ATTNDEV_HD bool rescale_max(const A& a, T block_max_score) {
     const T m_new = max_like_std(m, block_max_score);
     if (m_new == neg_inf<T>()) return false;
+    if (lanes > 0) {  // the vector form: std::exp(m_old - m_new), libm's expf
+      alpha = m == neg_inf<T>() ? T(0) : scalar_exp(a, a.sub(Stage::stats, m, m_new));
+      m = m_new;
+      return true;
+    }
     if (scaled_scores()) {
       alpha = m == neg_inf<T>() ? T(0) : a.exp(Stage::stats, a.sub(Stage::stats, m, m_new));
       m = m_new;
@@ -132,7 +137,7 @@ struct OnlineSoftmax {
     if (lanes > 0) {
       const int nv = vector_count < n ? vector_count : n;
       for (int j = 0; j < nv; ++j) s[j] = prob_vector_lane(a, s[j]);
-      for (int j = nv; j < n; ++j) s[j] = prob_tensor_form(a, s[j]);
+      for (int j = nv; j < n; ++j) s[j] = scalar_exp(a, a.sub(Stage::stats, s[j], m));
     } else if (tensors) {
       for (int j = 0; j < n; ++j) s[j] = prob_tensor_form(a, s[j]);
     } else {
@@ -144,6 +149,12 @@ struct OnlineSoftmax {
   }
   ATTNDEV_HD T prob_tensor_form(const A& a, T s) const {
     return a.exp(Stage::stats, a.sub(Stage::stats, s, m));
+  }
+  // The vector form's scalar exp (the tail past the last full vector, the rescale factor): the
+  // kernel's std::exp(float), libm's expf, rounded to the stats format (a no-op for fp32).
+  ATTNDEV_HD T scalar_exp(const A& a, T x) const {
+    return a.round(Stage::stats,
+                   static_cast<T>(numerics::libm_expf(static_cast<float>(x))));
   }
   // exp_u20 of one lane: the float function, rounded once to the stats format (a no-op for the
   // presets' fp32 statistics).
