@@ -153,15 +153,23 @@ struct OnlineSoftmax {
   // The vector form's scalar exp (the tail past the last full vector, the rescale factor): the
   // kernel's std::exp(float), libm's expf, rounded to the stats format (a no-op for fp32).
   ATTNDEV_HD T scalar_exp(const A& a, T x) const {
-    return a.round(Stage::stats,
-                   static_cast<T>(numerics::libm_expf(static_cast<float>(x))));
+    return round_stats(a, static_cast<T>(numerics::libm_expf(static_cast<float>(x))));
+  }
+  // x as the stats stage stores it, for a model that rounds (flash2-tc's register arithmetic,
+  // fp32 throughout, has no rounding step and never runs the vector form).
+  ATTNDEV_HD static T round_stats(const A& a, T x) {
+    if constexpr (requires { a.round(Stage::stats, x); }) {
+      return a.round(Stage::stats, x);
+    } else {
+      return x;
+    }
   }
   // exp_u20 of one lane: the float function, rounded once to the stats format (a no-op for the
   // presets' fp32 statistics).
   ATTNDEV_HD T prob_vector_lane(const A& a, T s) const {
     const float x = static_cast<float>(a.sub(Stage::stats, s, m));
     const float e = fast_exp ? numerics::fexp_u20_f32(x) : numerics::exp_u20_f32(x);
-    return a.round(Stage::stats, static_cast<T>(e));
+    return round_stats(a, static_cast<T>(e));
   }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
     if (lanes > 0) {
