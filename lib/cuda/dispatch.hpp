@@ -128,11 +128,10 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
                  const attention::Options& options, Visit&& visit) {
   using numerics::Format;
   if (p.softmax != numerics::SoftmaxForm::fa2)
-    return detail::unsupported(kernel,
-                               std::string("the softmax form ") +
-                                   numerics::softmax_form_name(p.softmax) +
-                                   " (PyTorch's CPU kernel) runs on the emulator's generic path "
-                                   "only; use the emulator");
+    return detail::unsupported(
+        kernel, std::string("the softmax form ") + numerics::softmax_form_name(p.softmax) +
+                    " (PyTorch's CPU kernel) runs on the emulator's generic path "
+                    "only; use the emulator");
   switch (kernel) {
     case Kernel::flash1:
       visit(FaithfulTag<attention::Algorithm::flash1>{});

@@ -192,8 +192,8 @@ ATTNDEV_HD inline float fexp_u20_f32(float x) {
   float y = x * float_from_bits(0x3fb8aa3bu);
   const float f = y - floorf(y);
   // The coefficients as the kernel writes them: float literals, or double literals converted.
-  float corr = fmaf(f, static_cast<float>(-0.079204240219773236),
-                    static_cast<float>(-0.22433836478672356));
+  float corr =
+      fmaf(f, static_cast<float>(-0.079204240219773236), static_cast<float>(-0.22433836478672356));
   corr = fmaf(f, corr, 0.30354260500649682f);
   corr = fmaf(f, corr, 0.00010703434948458272f);
   y = y - corr;

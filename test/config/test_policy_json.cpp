@@ -94,9 +94,8 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
         p.model = p.model == numerics::Model::kernel ? numerics::Model::framework
                                                      : numerics::Model::kernel;
       if (rng() % 5 == 0)
-        p.softmax = p.softmax == numerics::SoftmaxForm::fa2
-                        ? numerics::SoftmaxForm::torch_cpu_avx2
-                        : numerics::SoftmaxForm::fa2;
+        p.softmax = p.softmax == numerics::SoftmaxForm::fa2 ? numerics::SoftmaxForm::torch_cpu_avx2
+                                                            : numerics::SoftmaxForm::fa2;
     }
     const json j = config::policy_to_json(p);
     CAPTURE(trial, j.dump());

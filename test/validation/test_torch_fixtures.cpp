@@ -50,9 +50,10 @@ struct Fixture {
   const char* file;
   const char* preset;
   nm::Format format;
-  // Least identical share: 1 for the twin (kTwinWhy); for kernel-*, from docs/validation.md's "Per sequence length" tables (kernel-* vs
-  // torch-flash-*): the lowest over N = 256..4096 for this format and distribution, or (uniform)
-  // the figure at this fixture's N less what one draw and the causal mask take off it; `why`.
+  // Least identical share: 1 for the twin (kTwinWhy); for kernel-*, from docs/validation.md's "Per
+  // sequence length" tables (kernel-* vs torch-flash-*): the lowest over N = 256..4096 for this
+  // format and distribution, or (uniform) the figure at this fixture's N less what one draw and the
+  // causal mask take off it; `why`.
   double min_identical;
   const char* why;
 };

@@ -131,8 +131,8 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
       // dst = dst * alpha (alpha = 0 on a row's first block: the gemm's beta = 0), then each
       // k-piece of the block's P V, formed from 0, added to it in turn.
       for (int r = 0; r < rows; ++r)
-        if (w.count[r] != 0) w.softmax[r].rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc,
-                                                    w.ld_acc);
+        if (w.count[r] != 0)
+          w.softmax[r].rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
       for (int c0 = 0; c0 < block_keys; c0 = torch_cpu_pv_piece_end(block_keys, c0)) {
         const int c1 = torch_cpu_pv_piece_end(block_keys, c0);
         for (int r = 0; r < rows; ++r) {

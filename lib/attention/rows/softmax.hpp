@@ -38,15 +38,15 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
   return m;
 }
 
-// The sum of x[0..n) as a SIMD loop computes it (n a multiple of `lanes`, at most 16 lanes): `lanes`
-// running sums from 0, x[j] added to sum j % lanes in increasing j, then the lanes reduced by
-// halves, lane i + half added to lane i (AVX2's vec_reduce_all for 8 lanes: a 128-bit permute,
+// The sum of x[0..n) as a SIMD loop computes it (n a multiple of `lanes`, at most 16 lanes):
+// `lanes` running sums from 0, x[j] added to sum j % lanes in increasing j, then the lanes reduced
+// by halves, lane i + half added to lane i (AVX2's vec_reduce_all for 8 lanes: a 128-bit permute,
 // then 64- and 32-bit shuffles, each followed by an add), so for 8 lanes
 //   ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
 // Every addition in where's compute format; 0 for n == 0.
 template <class A, class W>
-ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename A::Value* x,
-                                             int n, int lanes) {
+ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename A::Value* x, int n,
+                                             int lanes) {
   using T = typename A::Value;
   T acc[16];
   for (int i = 0; i < lanes; ++i) acc[i] = T(0);
@@ -84,12 +84,12 @@ ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename
 template <class A>
 struct OnlineSoftmax {
   using T = typename A::Value;
-  T scale_log2 = T(1);   // R_stats(scale * log2 e) (kernel form)
-  T m = neg_inf<T>();    // running max of the raw (kernel) or scaled (tensor form) scores
-  T l = T(0);            // running sum, stats format
-  T alpha = T(0);        // the last rescale's factor
-  T max_scaled = T(0);   // R_stats(m * scale_log2): the subtrahend of every p of the block
-  bool tensors = false;  // the tensor form (above)
+  T scale_log2 = T(1);    // R_stats(scale * log2 e) (kernel form)
+  T m = neg_inf<T>();     // running max of the raw (kernel) or scaled (tensor form) scores
+  T l = T(0);             // running sum, stats format
+  T alpha = T(0);         // the last rescale's factor
+  T max_scaled = T(0);    // R_stats(m * scale_log2): the subtrahend of every p of the block
+  bool tensors = false;   // the tensor form (above)
   int lanes = 0;          // > 0: the vector form (above), with this many lanes
   int vector_count = 0;   // vector form: keys of the current block in full groups of `lanes`
   bool fast_exp = false;  // vector form: fexp_u20 in the lanes (P stored in bf16/fp16), not exp_u20
