@@ -181,9 +181,10 @@ TEST_CASE("exp_u20_f32 reproduces PyTorch's exp_u20 (AVX2)", "[math][torch]") {
 // PyTorch's fexp_u20 (AVX2, numerics::fexp_u20_f32), the exp its CPU flash kernel uses where P is
 // stored in bf16/fp16. Its outputs cannot be read back bit for bit through that kernel (O is
 // bf16/fp16), so these values come from an independent transcription of vec256_float.h's
-// sequence in numpy (float32 operations, fma as an exact float64 product and sum rounded once),
-// build/probe/emu.py of the h24c session; the checked-in fixtures (test_torch_fixtures.cpp) check
-// the function end to end against PyTorch, where it decides which P round up or down.
+// sequence in numpy (float32 operations, fma as an exact float64 product and sum rounded once;
+// a scratch script, not checked in), which reproduced PyTorch's bf16/fp16 outputs with K = V = I;
+// the checked-in fixtures (test_torch_fixtures.cpp) check the function end to end against
+// PyTorch, where it decides which P round up or down.
 TEST_CASE("fexp_u20_f32 follows PyTorch's fexp_u20 sequence (AVX2)", "[math][torch]") {
   struct Known {
     float x, expected;
