@@ -126,6 +126,8 @@ constexpr FastKind value_kind(const numerics::PrecisionPolicy& policy) {
 // float path, fp8 included: rounding a float to it is a few bit operations.
 constexpr FastKind fast_kind([[maybe_unused]] Algorithm algorithm,
                              const numerics::PrecisionPolicy& policy) {
+  // The vector softmax form (PyTorch's CPU kernel) runs on the generic path only.
+  if (policy.softmax != numerics::SoftmaxForm::fa2) return FastKind::none;
   const FastKind kind = fast_rules::value_kind(policy);
   if (kind == FastKind::none || !has_fast_instance(fast_instance(kind, policy)))
     return FastKind::none;
@@ -199,6 +201,8 @@ static_assert(preset_kind("framework-fp64") == FastKind::f64);
 static_assert(preset_kind("fp8-e4m3") == FastKind::f32);
 static_assert(preset_kind("fp32") == FastKind::f32);
 static_assert(preset_kind("fp64") == FastKind::f64);
+static_assert(preset_kind("torch-cpu-flash-bf16") == FastKind::none);
+static_assert(preset_kind("torch-cpu-flash-fp16") == FastKind::none);
 
 }  // namespace fast_checks
 

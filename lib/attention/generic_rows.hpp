@@ -39,10 +39,13 @@ void flash2_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, con
   std::vector<int> count(rows);
   std::vector<double> s(rows * p.block_c);  // (Br, Bc)
   std::vector<double> acc(rows * d);        // (Br, d)
-  const bool block_local = Dequant::kBlockLocalPv || p.policy.model == numerics::Model::framework;
+  const bool block_local = Dequant::kBlockLocalPv || p.policy.model == numerics::Model::framework ||
+                           p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
   std::vector<double> pv(block_local ? rows * d : 0);
-  const rows::Flash2Work<A> work{softmax.data(), count.data(), s.data(), p.block_c, acc.data(), d,
-                                 pv.data()};
+  std::vector<int> chunk_count(rows);
+  const rows::Flash2Work<A> work{softmax.data(), count.data(),      s.data(),
+                                 p.block_c,      acc.data(),        d,
+                                 pv.data(),      chunk_count.data()};
   rows::flash2_rows(A{p.policy}, scalar_kernels(q, k, v, rb), dequant, rows::RegisterState{},
                     p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
                     lse_rows(out, rb));

@@ -17,6 +17,7 @@ using numerics::Stage;
 constexpr std::string_view kFmaKey = "fma";
 constexpr std::string_view kOverflowKey = "fp8_overflow";
 constexpr std::string_view kModelKey = "model";
+constexpr std::string_view kSoftmaxKey = "softmax";
 constexpr std::string_view kBaseKey = "base";
 
 std::vector<std::string_view> object_keys() {
@@ -25,6 +26,7 @@ std::vector<std::string_view> object_keys() {
   keys.push_back(kFmaKey);
   keys.push_back(kOverflowKey);
   keys.push_back(kModelKey);
+  keys.push_back(kSoftmaxKey);
   return keys;
 }
 
@@ -77,7 +79,8 @@ bool parse_preset(const nlohmann::json& value, PrecisionPolicy& out, std::string
 int difference(const PrecisionPolicy& a, const PrecisionPolicy& b) {
   int n = 0;
   for (Stage s : numerics::kAllStages) n += a[s] != b[s];
-  return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow) + (a.model != b.model);
+  return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow) + (a.model != b.model) +
+         (a.softmax != b.softmax);
 }
 
 const numerics::PolicyPreset& nearest_preset(const PrecisionPolicy& policy) {
@@ -150,6 +153,21 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
       }
       continue;
     }
+    if (key == kSoftmaxKey) {
+      const std::string f = v.is_string() ? v.get<std::string>() : std::string();
+      if (f == numerics::softmax_form_name(numerics::SoftmaxForm::fa2)) {
+        policy.softmax = numerics::SoftmaxForm::fa2;
+      } else if (f == numerics::softmax_form_name(numerics::SoftmaxForm::torch_cpu_avx2)) {
+        policy.softmax = numerics::SoftmaxForm::torch_cpu_avx2;
+      } else {
+        error =
+            "\"softmax\": must be \"fa2\" (FA-2's exp2 form) or \"torch-cpu-avx2\" (PyTorch's "
+            "CPU flash kernel: exp_u20 over 8 lanes, lane-wise row sums), got " +
+            v.dump();
+        return false;
+      }
+      continue;
+    }
     const Stage* stage = nullptr;
     for (const Stage& s : numerics::kAllStages)
       if (key == numerics::stage_name(s)) stage = &s;  // found: unknown keys were refused above
@@ -184,6 +202,8 @@ nlohmann::json policy_to_json(const PrecisionPolicy& policy) {
     j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
   if (policy.model != base.policy.model)
     j[std::string(kModelKey)] = numerics::model_name(policy.model);
+  if (policy.softmax != base.policy.softmax)
+    j[std::string(kSoftmaxKey)] = numerics::softmax_form_name(policy.softmax);
   return j;
 }
 
@@ -194,6 +214,9 @@ nlohmann::json policy_stages_json(const PrecisionPolicy& policy) {
   j[std::string(kFmaKey)] = policy.fma;
   j[std::string(kOverflowKey)] = overflow_name(policy.fp8_overflow);
   j[std::string(kModelKey)] = numerics::model_name(policy.model);
+  // Only where it is not FA-2's: the stages of every earlier policy stay as they were.
+  if (policy.softmax != numerics::SoftmaxForm::fa2)
+    j[std::string(kSoftmaxKey)] = numerics::softmax_form_name(policy.softmax);
   return j;
 }
 
@@ -209,6 +232,8 @@ std::string policy_label(const PrecisionPolicy& policy) {
     label += std::string("+fp8_overflow=") + overflow_name(policy.fp8_overflow);
   if (policy.model != base.policy.model)
     label += std::string("+model=") + numerics::model_name(policy.model);
+  if (policy.softmax != base.policy.softmax)
+    label += std::string("+softmax=") + numerics::softmax_form_name(policy.softmax);
   return label + ")";
 }
 

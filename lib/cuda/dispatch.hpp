@@ -127,6 +127,11 @@ template <class Visit>
 Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attention::Shape& shape,
                  const attention::Options& options, Visit&& visit) {
   using numerics::Format;
+  if (p.softmax != numerics::SoftmaxForm::fa2)
+    return detail::unsupported(
+        kernel, std::string("the softmax form ") + numerics::softmax_form_name(p.softmax) +
+                    " (PyTorch's CPU kernel) runs on the emulator's generic path "
+                    "only; use the emulator");
   switch (kernel) {
     case Kernel::flash1:
       visit(FaithfulTag<attention::Algorithm::flash1>{});

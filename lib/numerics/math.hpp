@@ -142,6 +142,76 @@ ATTNDEV_HD inline double exp_f64(double x) {
   return detail::scale_pow2_f64(fma(r, g, 1.0), k);
 }
 
+// e^x as PyTorch's Vectorized<float>::exp_u20 computes it in each lane on AVX2 and AVX-512
+// (aten/src/ATen/cpu/vec/vec256/vec256_float.h; its CPU flash-attention kernel's softmax), one
+// float operation per vector instruction, so that the result has its bits (not e^x's: the
+// polynomial's error is up to ~20 ulp, hence the name). The sequence:
+//   below = x < ln(FLT_MIN)                        (0xc2aeac50, about -87.34; false for NaN)
+//   src   = max(min(x, ln(FLT_MAX)), ln(FLT_MIN))  (MINPS/MAXPS: the second operand if NaN)
+//   fx    = floor(fma(src, log2(e), 0.5))          (log2(e) = 0x3fb8aa3b)
+//   r     = fma(-fx, ln2, src)                     (ln2 = 0x3f317218: one rounding, no hi/lo)
+//   poly  = 1 + r(c1 + r(c2 + r(c3 + r(c4 + r c5))))  by Horner with fma, c_k near 1/k!
+//   2^(fx-1) built from bits ((int(fx - 1) + 127) << 23), +0 where below
+//   result = (poly * 2^(fx-1)) * 2
+// Host and device: only float + - * fma, a floor and bit operations.
+ATTNDEV_HD inline float exp_u20_f32(float x) {
+  const float ln_flt_min = float_from_bits(0xc2aeac50u);
+  const float ln_flt_max = float_from_bits(0x42b17218u);
+  const bool below = x < ln_flt_min;
+  float src = x < ln_flt_max ? x : ln_flt_max;  // MINPS(x, max)
+  src = src > ln_flt_min ? src : ln_flt_min;    // MAXPS(src, min)
+  const float fx = floorf(fmaf(src, float_from_bits(0x3fb8aa3bu), 0.5f));
+  const float r = fmaf(-fx, float_from_bits(0x3f317218u), src);
+  float poly = fmaf(r, 0.00828929059f, 0.0418978221f);
+  poly = fmaf(r, poly, 0.166676521f);
+  poly = fmaf(r, poly, 0.499991506f);
+  poly = fmaf(r, poly, 0.999999701f);
+  poly = fmaf(r, poly, 1.0f);
+  // fx - 1 is an integer in [-127, 127]: the conversion is exact. Unsigned arithmetic wraps as
+  // the vector's 32-bit integer lanes do (fx - 1 = -127 gives the bits of +0).
+  const std::uint32_t e = static_cast<std::uint32_t>(static_cast<std::int32_t>(fx - 1.0f)) + 127u;
+  const float two_pow = below ? 0.0f : float_from_bits(e << 23);
+  return (poly * two_pow) * 2.0f;
+}
+
+// e^x as PyTorch's Vectorized<float>::fexp_u20 computes it on AVX2 (vec256_float.h; the "fast"
+// exp its CPU flash kernel uses where P is stored in bf16 or fp16): a Schraudolph-style exponent
+// trick with a cubic correction (Malossi et al., "Fast Exponential Computation on SIMD
+// Architectures"), accurate to about 1 ulp of bf16/fp16 only:
+//   y    = x * log2(e)                             (one rounding)
+//   f    = y - floor(y)
+//   corr = c0 + f(c1 + f(c2 + f c3))               (Horner with fma)
+//   bits = trunc(fma(2^23, y - corr, 127 * 2^23))  (the float's bit pattern, taken as an integer)
+//   +0 for x < ln(FLT_MIN), +inf for x > ln(FLT_MAX)
+// Host and device: float * - fma, floor, trunc and bit operations.
+ATTNDEV_HD inline float fexp_u20_f32(float x) {
+  const float ln_flt_min = float_from_bits(0xc2aeac50u);
+  const float ln_flt_max = float_from_bits(0x42b17218u);
+  if (x < ln_flt_min) return 0.0f;  // also -inf: a masked score
+  if (x > ln_flt_max) return static_cast<float>(INFINITY);
+  float y = x * float_from_bits(0x3fb8aa3bu);
+  const float f = y - floorf(y);
+  // The coefficients as the kernel writes them: float literals, or double literals converted.
+  float corr =
+      fmaf(f, static_cast<float>(-0.079204240219773236), static_cast<float>(-0.22433836478672356));
+  corr = fmaf(f, corr, 0.30354260500649682f);
+  corr = fmaf(f, corr, 0.00010703434948458272f);
+  y = y - corr;
+  const float t = fmaf(8388608.0f, y, 1065353216.0f);  // 2^23 * y + 127 * 2^23
+  // In range, t is in (0, 2^31): the truncating conversion (CVTTPS2DQ) is defined. A NaN x
+  // passes both tests; the vector instruction gives 0x80000000 (-0.0f) for it.
+  if (!(t == t)) return float_from_bits(0x80000000u);
+  return float_from_bits(static_cast<std::uint32_t>(static_cast<std::int32_t>(t)));
+}
+
+// e^x as a libm expf computes it (glibc's evaluates in double and rounds once; PyTorch's CPU
+// flash kernel calls std::exp(float) for its scalar tails and rescale factors): exp_f64 rounded
+// to float. Correctly rounded but where e^x lies within exp_f64's error of a midpoint between
+// floats (about one argument in 2^29), as glibc's is.
+ATTNDEV_HD inline float libm_expf(float x) {
+  return static_cast<float>(exp_f64(static_cast<double>(x)));
+}
+
 ATTNDEV_HD inline double exp2_in(Format f, double x) {
   if (f == Format::fp64) return exp2_f64(x);
   return round_to(f, static_cast<double>(exp2_f32(static_cast<float>(x))));

@@ -58,6 +58,26 @@ inline constexpr const char* model_name(Model m) {
   return m == Model::framework ? "framework" : "kernel";
 }
 
+// How a flash kernel evaluates its online softmax (kernel model; flash2 only, generic path only):
+//   fa2             FA-2's CUDA form: raw scores, exp2 with scale * log2(e) folded into one
+//                   FFMA, the row sum added element by element, O += P V term by term.
+//   torch_cpu_avx2  PyTorch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp)
+//                   as built for AVX2 (Vectorized<float> of 8 lanes): scores multiplied by the
+//                   scale before the max; p = exp(s - m) with the vectorized exp_u20
+//                   (numerics/math.hpp) on each full group of 8 keys of the K/V block and the
+//                   scalar exp on the block's tail; the block's row sum in 8 lanes, reduced as
+//                   vec_reduce_all does ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the tail
+//                   added in order; l = block_sum + exp(m_old - m_new) * l; the block's P V formed
+//                   apart (a gemm with beta = 1) and added to O * exp(m_old - m_new).
+// docs/numerics.md, "PyTorch's CPU flash kernel", has the sources of each step.
+enum class SoftmaxForm : std::uint8_t { fa2, torch_cpu_avx2 };
+
+inline constexpr int kTorchCpuLanes = 8;  // Vectorized<float>::size() on AVX2
+
+inline constexpr const char* softmax_form_name(SoftmaxForm f) {
+  return f == SoftmaxForm::torch_cpu_avx2 ? "torch-cpu-avx2" : "fa2";
+}
+
 struct PrecisionPolicy {
   Format input = Format::fp64;
   Format score_accum = Format::fp64;
@@ -73,6 +93,9 @@ struct PrecisionPolicy {
   Overflow fp8_overflow = Overflow::saturate;
   // What an operation computes in before its result is stored (see the top of this file).
   Model model = Model::kernel;
+  // How the online softmax is evaluated (SoftmaxForm above): FA-2's form unless a preset models
+  // PyTorch's CPU kernel.
+  SoftmaxForm softmax = SoftmaxForm::fa2;
 
   // The format stage s's operations compute (and its reductions accumulate) in: the stage's own
   // format under the kernel model; under the framework model PyTorch's opmath type (float for
@@ -124,6 +147,13 @@ constexpr PrecisionPolicy kernel_policy(Format f) {
   return {f, Format::fp32, Format::fp32,       Format::fp32, f, Format::fp32,
           f, true,         Overflow::saturate, Model::kernel};
 }
+// PyTorch's CPU flash kernel (AVX2 build): kernel_policy's formats (fp32 scores, statistics and
+// gemm outputs, P cast to f before P V, O rounded once) with its softmax form.
+constexpr PrecisionPolicy torch_cpu_flash_policy(Format f) {
+  PrecisionPolicy p = kernel_policy(f);
+  p.softmax = SoftmaxForm::torch_cpu_avx2;
+  return p;
+}
 // Every stage but the two matmul accumulators in the working format under the kernel model:
 // every softmax operation and every addition to the row sum rounded to f (state rounded at every
 // element). Not a model of a framework (that is framework_policy).
@@ -151,6 +181,14 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      detail::kernel_policy(Format::bf16)},
     {"kernel-fp16", "FA-2 kernel: fp16 in/out, fp32 scores/stats/accumulators, P cast to fp16",
      detail::kernel_policy(Format::fp16)},
+    {"torch-cpu-flash-bf16",
+     "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), bf16: kernel-bf16 with "
+     "scaled scores, exp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
+     detail::torch_cpu_flash_policy(Format::bf16)},
+    {"torch-cpu-flash-fp16",
+     "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), fp16: kernel-fp16 with "
+     "scaled scores, exp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
+     detail::torch_cpu_flash_policy(Format::fp16)},
     {"framework-bf16",
      "FA-1 / FA-2 loop (and explicit baseline) written with bf16 PyTorch tensors, as Golden et "
      "al.'s re-implementation: each op computes in fp32, its output stored in bf16",

@@ -5,8 +5,10 @@
 #include <stdexcept>
 
 #include "attention/detail.hpp"
+#include "attention/rows/softmax.hpp"
 #include "helpers.hpp"
 #include "numerics/math.hpp"
+#include "numerics/policy.hpp"
 
 using namespace attndev::attention;
 using namespace attndev::attention::testing;
@@ -254,4 +256,23 @@ TEST_CASE("invalid arguments throw std::invalid_argument naming the field",
   opt = Options{};
   opt.scale = std::numeric_limits<double>::quiet_NaN();
   CHECK_THAT(message(good, opt), Catch::Contains("scale"));
+}
+
+// The vector form's row sum (rows::lane_sum, PyTorch's CPU flash kernel): 8 lanes, key j into lane
+// j % 8, the lanes reduced by halves as AVX2's vec_reduce_all does. The values are picked so that
+// every other order gives another fp32 result (2^24 + 1 rounds back to 2^24): lanes reduced by
+// halves 24, lanes reduced in order 21, lanes reduced as adjacent pairs 22, one running sum 23
+// (worked out in float32 arithmetic; see docs/numerics.md).
+TEST_CASE("lane_sum adds in 8 lanes reduced by halves (vec_reduce_all's order)",
+          "[attention][known][torch]") {
+  namespace rows = attndev::attention::rows;
+  const rows::PolicyArith a{attndev::numerics::find_preset("torch-cpu-flash-bf16")->policy};
+  constexpr double B = 16777216.0;  // 2^24
+  const double x[16] = {-B, 3, B, 1, 1, B, 3, 3, -B, 3, 1, 3, 3, 1, -B, B};
+  const rows::Held stats{attndev::numerics::Stage::stats};
+  CHECK(rows::lane_sum(a, stats, x, 16, 8) == 24.0);
+  CHECK(rows::sum_into(a, stats, 0.0, x, 16) == 23.0);  // FA-2's sequential row sum differs
+  CHECK(rows::lane_sum(a, stats, x, 0, 8) == 0.0);
+  // One lane is the sequential sum.
+  CHECK(rows::lane_sum(a, stats, x, 16, 1) == 23.0);
 }

@@ -93,6 +93,9 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
       if (rng() % 4 == 0)
         p.model = p.model == numerics::Model::kernel ? numerics::Model::framework
                                                      : numerics::Model::kernel;
+      if (rng() % 5 == 0)
+        p.softmax = p.softmax == numerics::SoftmaxForm::fa2 ? numerics::SoftmaxForm::torch_cpu_avx2
+                                                            : numerics::SoftmaxForm::fa2;
     }
     const json j = config::policy_to_json(p);
     CAPTURE(trial, j.dump());
@@ -100,7 +103,9 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
     CHECK(parse_ok(j) == p);
     CHECK(parse_ok(json::parse(j.dump())) == p);  // through text, as a config file carries it
     const json stages = config::policy_stages_json(p);
-    CHECK(stages.size() == 10);    // 7 stages, fma, fp8_overflow, model
+    // 7 stages, fma, fp8_overflow, model; softmax only where it is not FA-2's (so the stages of
+    // every policy without it are what they were before the key existed).
+    CHECK(stages.size() == (p.softmax == numerics::SoftmaxForm::fa2 ? 10u : 11u));
     CHECK(parse_ok(stages) == p);  // the spelled-out form is a valid policy object too
   }
   CHECK(custom > 1000);
@@ -163,4 +168,20 @@ TEST_CASE("the rounding model is a policy key", "[policy_json]") {
   CHECK_THAT(e, Catch::Contains("\"model\""));
   CHECK_THAT(e, Catch::Contains("\"kernel\""));
   CHECK_THAT(e, Catch::Contains("\"framework\""));
+}
+
+TEST_CASE("the softmax form is a policy key", "[policy_json]") {
+  const PrecisionPolicy t =
+      parse_ok(json::parse(R"({"base": "kernel-bf16", "softmax": "torch-cpu-avx2"})"));
+  CHECK(t.softmax == numerics::SoftmaxForm::torch_cpu_avx2);
+  CHECK(t == numerics::find_preset("torch-cpu-flash-bf16")->policy);
+  CHECK(config::policy_to_json(t) == json("torch-cpu-flash-bf16"));
+  const PrecisionPolicy back =
+      parse_ok(json::parse(R"({"base": "torch-cpu-flash-fp16", "softmax": "fa2"})"));
+  CHECK(back == numerics::find_preset("kernel-fp16")->policy);
+  CHECK(config::policy_stages_json(t)["softmax"] == "torch-cpu-avx2");
+  CHECK_FALSE(config::policy_stages_json(back).contains("softmax"));
+  const std::string e = parse_error(json{{"base", "kernel-bf16"}, {"softmax", "avx512"}});
+  CHECK_THAT(e, Catch::Contains("\"softmax\""));
+  CHECK_THAT(e, Catch::Contains("\"torch-cpu-avx2\""));
 }

@@ -131,3 +131,92 @@ TEST_CASE("exp special values and underflow", "[math]") {
   CHECK(exp_in(Format::bf16, 1.0) == round_to(Format::bf16, static_cast<double>(exp_f32(1.0f))));
   CHECK(exp2_in(Format::fp64, 0.5) == exp2_f64(0.5));
 }
+
+// PyTorch's vectorized exp_u20 (AVX2, numerics::exp_u20_f32), against its own results. Produced
+// with PyTorch 2.15.0 (pip wheel, AVX2 kernels, one thread) by build/venv-torch: the CPU flash
+// kernel (F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION, fp32, scale 1) on one
+// query row q = e_0 and 8 keys k_j = s_j e_0 (one full vector of 8 lanes, so exp_u20 evaluates
+// every p) with s = (0, x, -1000 x 6), V = (e_0, e_1, 0, ...): p = (1, exp_u20(x), 0, ...), and
+// the output is O_0 = 1/l, O_1 = p_1 * (1/l) in fp32, l = 1 + p_1. The value below is the one
+// float p_1 with fl(1/fl(1 + p_1)) == O_0 and fl(p_1 * O_0) == O_1 (unique for every x listed;
+// x = -0.75 was left out: two floats fit). exp_u20 is not e^x: e.g. e^-1 = 0x1.78b56362...p-2 and
+// e^-87 = 1.6e-38 is normal, but exp_u20(-87) = 0 (its 2^(n-1) underflows at n = -126).
+TEST_CASE("exp_u20_f32 reproduces PyTorch's exp_u20 (AVX2)", "[math][torch]") {
+  struct Known {
+    float x, torch;
+  };
+  constexpr Known kKnown[] = {
+      {-0.0f, 0x1p+0f},
+      {-9.999999974752427e-07f, 0x1.ffffdep-1f},
+      {-0.009999999776482582f, 0x1.fae7dp-1f},
+      {-0.10000000149011612f, 0x1.cf46d8p-1f},
+      {-0.25f, 0x1.8ebefap-1f},
+      {-0.30000001192092896f, 0x1.7b4c88p-1f},
+      {-0.5f, 0x1.368b2ep-1f},
+      {-0.6931471824645996f, 0x1p-1f},
+      {-1.0f, 0x1.78b566p-2f},
+      {-1.5f, 0x1.c8f876p-3f},
+      {-2.0f, 0x1.152aaap-3f},
+      {-3.299999952316284f, 0x1.2e259cp-5f},
+      {-3.5f, 0x1.eec102p-6f},
+      {-5.0f, 0x1.b993fcp-8f},
+      {-10.0f, 0x1.7cd79ep-15f},
+      {-17.25f, 0x1.14f49ep-25f},
+      {-30.0f, 0x1.a56e0cp-44f},
+      {-50.0f, 0x1.d257d8p-73f},
+      {-80.0f, 0x1.7fd97cp-116f},
+      {-87.0f, 0.0f},
+      {-87.5f, 0.0f},
+      {-100.0f, 0.0f},
+  };
+  for (const Known& k : kKnown) {
+    INFO("x = " << k.x);
+    CHECK(bits_of(exp_u20_f32(k.x)) == bits_of(k.torch));
+  }
+  CHECK(exp_u20_f32(-INFINITY) == 0.0f);  // a masked score
+  // Not e^x: the polynomial is ~20 ulp off at worst, and differs from exp_f32 here.
+  CHECK(exp_u20_f32(-1.0f) != exp_f32(-1.0f));
+}
+
+// PyTorch's fexp_u20 (AVX2, numerics::fexp_u20_f32), the exp its CPU flash kernel uses where P is
+// stored in bf16/fp16. Its outputs cannot be read back bit for bit through that kernel (O is
+// bf16/fp16), so these values come from an independent transcription of vec256_float.h's
+// sequence in numpy (float32 operations, fma as an exact float64 product and sum rounded once;
+// a scratch script, not checked in), which reproduced PyTorch's bf16/fp16 outputs with K = V = I;
+// the checked-in fixtures (test_torch_fixtures.cpp) check the function end to end against
+// PyTorch, where it decides which P round up or down.
+TEST_CASE("fexp_u20_f32 follows PyTorch's fexp_u20 sequence (AVX2)", "[math][torch]") {
+  struct Known {
+    float x, expected;
+  };
+  constexpr Known kKnown[] = {
+      {0.0f, 0x1.fff9p-1f},  // not 1: the bit trick's correction leaves e^0 slightly below
+      {-9.999999974752427e-07f, 0x1.fff9p-1f},
+      {-0.009999999776482582f, 0x1.fae4p-1f},
+      {-0.10000000149011612f, 0x1.cf4ep-1f},
+      {-0.25f, 0x1.8ebb8p-1f},
+      {-0.5f, 0x1.368d8p-1f},
+      {-0.6931471824645996f, 0x1.fff9p-2f},
+      {-1.0f, 0x1.78afp-2f},
+      {-2.0f, 0x1.1531p-3f},
+      {-5.0f, 0x1.b999p-8f},
+      {-10.0f, 0x1.7cd18p-15f},
+      {-30.0f, 0x1.a56f8p-44f},
+      {-80.0f, 0x1.7fd38p-116f},
+      {-87.0f, 0x1.66668p-126f},
+      {-87.5f, 0.0f},  // below ln(FLT_MIN): 0
+      {-100.0f, 0.0f},
+  };
+  for (const Known& k : kKnown) {
+    INFO("x = " << k.x);
+    CHECK(bits_of(fexp_u20_f32(k.x)) == bits_of(k.expected));
+  }
+  CHECK(fexp_u20_f32(-INFINITY) == 0.0f);
+  CHECK(std::isinf(fexp_u20_f32(89.0f)));
+  // Within a bf16 ulp of e^x over the softmax range (its stated accuracy), never exactly exp_u20.
+  for (float x = -80.0f; x <= 0.0f; x += 0.37f) {
+    const double exact = std::exp(static_cast<double>(x));
+    INFO("x = " << x);
+    CHECK(std::fabs(fexp_u20_f32(x) - exact) <= exact * 0x1p-8);
+  }
+}

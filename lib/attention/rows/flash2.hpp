@@ -50,9 +50,22 @@ struct Flash2Work {
   int ld_s;
   T* acc;  // (rows, ld_acc >= d) unnormalized O; may be the output row itself (T = double)
   int ld_acc;
-  T* pv;  // (rows, ld_acc) the block's P V, only with Dequant::kBlockLocalPv or the framework
-          // model (else unused)
+  T* pv;  // (rows, ld_acc) the block's P V, only with Dequant::kBlockLocalPv, the framework
+          // model or the vector form (else unused)
+  int* chunk_count = nullptr;  // (rows) the vector form only: keys of one k-block of the P V gemm
 };
+
+// The k-blocks of PyTorch's CPU P V gemm (cpublas::gemm, bf16/fp16 operands into an fp32 dst with
+// beta = 1, MKL underneath), measured with crafted inputs (docs/numerics.md): a block of k keys
+// is summed in one piece up to 192 keys, in two halves (the first floor(k/2)) up to 384, and in
+// pieces of 192 (the last the remainder) beyond; each piece is summed from 0 in key order and
+// added to dst in turn. Returns the end of the piece that starts at `begin`.
+ATTNDEV_HD inline int torch_cpu_pv_piece_end(int k, int begin) {
+  constexpr int kPiece = 192;
+  if (k <= kPiece) return k;
+  if (k <= 2 * kPiece) return begin == 0 ? k / 2 : k;
+  return begin + kPiece < k ? begin + kPiece : k;
+}
 
 // Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
 template <class A, class Kernels, class Dequant, class State = RegisterState>
@@ -64,11 +77,21 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
   const bool tensors = p.policy.model == numerics::Model::framework;
   // The block's P V formed apart and merged: fp8's per-block V scale, or a framework's matmul
   // output stored before it joins the accumulator.
-  const bool block_local = Dequant::kBlockLocalPv || tensors;
+  // PyTorch's CPU kernel (SoftmaxForm::torch_cpu_avx2): the vector form of OnlineSoftmax, scores
+  // scaled before the max, and the block's P V a gemm of its own added to O (beta = 1). The fp8
+  // algorithms (a Dequant with per-block V scales) model FA-3 and ignore the form.
+  const bool vector_form =
+      !Dequant::kBlockLocalPv && p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
+  const bool block_local = Dequant::kBlockLocalPv || tensors || vector_form;
   const T scale = static_cast<T>(p.score_scale);
   for (int r = 0; r < rows; ++r) {
     w.softmax[r] = OnlineSoftmax<A>{};
     w.softmax[r].tensors = tensors;
+    w.softmax[r].lanes = vector_form ? numerics::kTorchCpuLanes : 0;
+    // The kernel's lanes evaluate fexp_u20 where P is stored in a 16-bit format, exp_u20 where
+    // it stays fp32 (its fp32 instantiation).
+    w.softmax[r].fast_exp = vector_form && (p.policy.prob == numerics::Format::bf16 ||
+                                            p.policy.prob == numerics::Format::fp16);
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }
@@ -78,16 +101,23 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     for (int r = 0; r < rows; ++r)
       w.count[r] = visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal);
     kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
+    // The vector form's groups of lanes start at the block's first key and cover its full
+    // width, masked keys included (the kernel sets their scores to -inf; their p are 0 and add
+    // nothing): the keys past the last full group are the scalar tail.
+    const int block_keys = p.seq_kv - j0 < p.block_c ? p.seq_kv - j0 : p.block_c;
+    const int vector_keys =
+        vector_form ? block_keys / numerics::kTorchCpuLanes * numerics::kTorchCpuLanes : 0;
     for (int r = 0; r < rows; ++r) {
       const int n = w.count[r];
       if (n == 0) continue;
       T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
       a.store_all(Stage::score_accum, s, n);       // QK^T as its matmul stores it (framework model)
       dequant.scores(a, row_begin + r, j0, s, n);
-      if (tensors && p.scale_scores)
+      if ((tensors || vector_form) && p.scale_scores)
         for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
       a.round_all(Stage::score, s, n);
       OnlineSoftmax<A>& sm = w.softmax[r];
+      sm.vector_count = vector_keys;
       if (!sm.rescale(a, block_max(s, n))) {
         w.count[r] = 0;  // every score so far is -inf: the block adds nothing to this row
         continue;
@@ -97,7 +127,28 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
       if (!block_local) sm.rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
       a.round_all(Stage::prob, s, n);
     }
-    if (block_local) {
+    if (vector_form) {
+      // dst = dst * alpha (alpha = 0 on a row's first block: the gemm's beta = 0), then each
+      // k-piece of the block's P V, formed from 0, added to it in turn.
+      for (int r = 0; r < rows; ++r)
+        if (w.count[r] != 0)
+          w.softmax[r].rescale_o(a, w.acc + static_cast<long>(r) * w.ld_acc, w.ld_acc);
+      for (int c0 = 0; c0 < block_keys; c0 = torch_cpu_pv_piece_end(block_keys, c0)) {
+        const int c1 = torch_cpu_pv_piece_end(block_keys, c0);
+        for (int r = 0; r < rows; ++r) {
+          const int n = w.count[r] < c1 ? w.count[r] : c1;
+          w.chunk_count[r] = n > c0 ? n - c0 : 0;
+        }
+        for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.pv[e] = T(0);
+        kern.pv(a, w.s + c0, w.ld_s, w.chunk_count, rows, j0 + c0, w.pv, w.ld_acc);
+        for (int r = 0; r < rows; ++r) {
+          if (w.chunk_count[r] == 0) continue;  // a piece of masked keys only adds +0
+          T* acc_r = w.acc + static_cast<long>(r) * w.ld_acc;
+          const T* pv_r = w.pv + static_cast<long>(r) * w.ld_acc;
+          for (int t = 0; t < w.ld_acc; ++t) acc_r[t] = a.add(Stage::out_accum, acc_r[t], pv_r[t]);
+        }
+      }
+    } else if (block_local) {
       for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.pv[e] = T(0);
       kern.pv(a, w.s, w.ld_s, w.count, rows, j0, w.pv, w.ld_acc);
       for (int r = 0; r < rows; ++r) {

@@ -38,6 +38,24 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
   return m;
 }
 
+// The sum of x[0..n) as a SIMD loop computes it (n a multiple of `lanes`, at most 16 lanes):
+// `lanes` running sums from 0, x[j] added to sum j % lanes in increasing j, then the lanes reduced
+// by halves, lane i + half added to lane i (AVX2's vec_reduce_all for 8 lanes: a 128-bit permute,
+// then 64- and 32-bit shuffles, each followed by an add), so for 8 lanes
+//   ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
+// Every addition in where's compute format; 0 for n == 0.
+template <class A, class W>
+ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename A::Value* x, int n,
+                                             int lanes) {
+  using T = typename A::Value;
+  T acc[16];
+  for (int i = 0; i < lanes; ++i) acc[i] = T(0);
+  for (int j = 0; j < n; ++j) acc[j % lanes] = a.add(where, acc[j % lanes], x[j]);
+  for (int half = lanes / 2; half >= 1; half /= 2)
+    for (int i = 0; i < half; ++i) acc[i] = a.add(where, acc[i], acc[i + half]);
+  return acc[0];
+}
+
 // FA-2's online softmax of one query row (Dao 2023, Algorithm 1), in one of two forms.
 // The kernel form (FA-2's CUDA kernel; scores raw, the scale folded into exp2). Per K/V block:
 //   rescale     m_new = max(m, block max); alpha = exp2((m - m_new) * scale_log2); l *= alpha
@@ -53,22 +71,38 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
 //   accumulate  l = alpha * l + sum_j p_j      (the sum from 0: its own reduction)
 //   (the caller: acc = alpha * acc + P V, the block's P V stored first)
 // and at the end O = acc / l.
+// The vector form (`lanes` > 0: PyTorch's CPU flash kernel, numerics::SoftmaxForm::
+// torch_cpu_avx2; scores already scaled, the kernel model, nothing stored between ops):
+//   rescale     m_new = max(m, block max); alpha = exp(m - m_new)            (no l *= alpha)
+//   probs       p_j = exp_u20(s_j - m_new) (fexp_u20 when `fast_exp`: P stored in bf16/fp16) for
+//               the first `vector_count` keys of the block (its full groups of `lanes`),
+//               libm's expf(s_j - m_new) for the rest (the scalar tail); alpha is libm's expf too
+//   accumulate  the vector keys summed in `lanes` running sums (key j into lane j % lanes),
+//               reduced pairwise by halves (lane_sum), then the tail added in order:
+//               l = block_sum + alpha * l   (a.mac: fused when policy.fma)
+//   (the caller: acc = alpha * acc + P V, the block's P V formed apart) and O = acc * (1/l).
 template <class A>
 struct OnlineSoftmax {
   using T = typename A::Value;
-  T scale_log2 = T(1);   // R_stats(scale * log2 e) (kernel form)
-  T m = neg_inf<T>();    // running max of the raw (kernel) or scaled (tensor form) scores
-  T l = T(0);            // running sum, stats format
-  T alpha = T(0);        // the last rescale's factor
-  T max_scaled = T(0);   // R_stats(m * scale_log2): the subtrahend of every p of the block
-  bool tensors = false;  // the tensor form (above)
+  T scale_log2 = T(1);    // R_stats(scale * log2 e) (kernel form)
+  T m = neg_inf<T>();     // running max of the raw (kernel) or scaled (tensor form) scores
+  T l = T(0);             // running sum, stats format
+  T alpha = T(0);         // the last rescale's factor
+  T max_scaled = T(0);    // R_stats(m * scale_log2): the subtrahend of every p of the block
+  bool tensors = false;   // the tensor form (above)
+  int lanes = 0;          // > 0: the vector form (above), with this many lanes
+  int vector_count = 0;   // vector form: keys of the current block in full groups of `lanes`
+  bool fast_exp = false;  // vector form: fexp_u20 in the lanes (P stored in bf16/fp16), not exp_u20
+
+  // Whether the scores reach rescale already multiplied by the scale (tensor and vector forms).
+  ATTNDEV_HD bool scaled_scores() const { return tensors || lanes > 0; }
 
   // Returns false, changing nothing, while every score so far is -inf: the row has nothing to
   // add yet, and m_new - m_new would be -inf - -inf = NaN. alpha is 0 for the first block that
   // has a finite max (m == -inf; exp2(-inf) would also give 0, but the guard makes it explicit).
   ATTNDEV_HD bool rescale(const A& a, T block_max_score) {
     if (!rescale_max(a, block_max_score)) return false;
-    if (!tensors) l = a.mul(Stage::stats, l, alpha);
+    if (!scaled_scores()) l = a.mul(Stage::stats, l, alpha);
     return true;
   }
   // rescale without its l *= alpha (the guard, m, max_scaled and alpha), for a kernel whose
@@ -76,7 +110,12 @@ struct OnlineSoftmax {
   ATTNDEV_HD bool rescale_max(const A& a, T block_max_score) {
     const T m_new = max_like_std(m, block_max_score);
     if (m_new == neg_inf<T>()) return false;
-    if (tensors) {
+    if (lanes > 0) {  // the vector form: std::exp(m_old - m_new), libm's expf
+      alpha = m == neg_inf<T>() ? T(0) : scalar_exp(a, a.sub(Stage::stats, m, m_new));
+      m = m_new;
+      return true;
+    }
+    if (scaled_scores()) {
       alpha = m == neg_inf<T>() ? T(0) : a.exp(Stage::stats, a.sub(Stage::stats, m, m_new));
       m = m_new;
       return true;
@@ -95,7 +134,11 @@ struct OnlineSoftmax {
   // s[0..n) from raw scores to p, in place. The form is chosen once, outside the loop: a branch
   // per element keeps the loop from vectorizing on the fast path.
   ATTNDEV_HD void probs(const A& a, T* s, int n) const {
-    if (tensors) {
+    if (lanes > 0) {
+      const int nv = vector_count < n ? vector_count : n;
+      for (int j = 0; j < nv; ++j) s[j] = prob_vector_lane(a, s[j]);
+      for (int j = nv; j < n; ++j) s[j] = scalar_exp(a, a.sub(Stage::stats, s[j], m));
+    } else if (tensors) {
       for (int j = 0; j < n; ++j) s[j] = prob_tensor_form(a, s[j]);
     } else {
       for (int j = 0; j < n; ++j) s[j] = prob_kernel_form(a, s[j]);
@@ -107,7 +150,35 @@ struct OnlineSoftmax {
   ATTNDEV_HD T prob_tensor_form(const A& a, T s) const {
     return a.exp(Stage::stats, a.sub(Stage::stats, s, m));
   }
+  // The vector form's scalar exp (the tail past the last full vector, the rescale factor): the
+  // kernel's std::exp(float), libm's expf, rounded to the stats format (a no-op for fp32).
+  ATTNDEV_HD T scalar_exp(const A& a, T x) const {
+    return round_stats(a, static_cast<T>(numerics::libm_expf(static_cast<float>(x))));
+  }
+  // x as the stats stage stores it, for a model that rounds (flash2-tc's register arithmetic,
+  // fp32 throughout, has no rounding step and never runs the vector form).
+  ATTNDEV_HD static T round_stats(const A& a, T x) {
+    if constexpr (requires { a.round(Stage::stats, x); }) {
+      return a.round(Stage::stats, x);
+    } else {
+      return x;
+    }
+  }
+  // exp_u20 of one lane: the float function, rounded once to the stats format (a no-op for the
+  // presets' fp32 statistics).
+  ATTNDEV_HD T prob_vector_lane(const A& a, T s) const {
+    const float x = static_cast<float>(a.sub(Stage::stats, s, m));
+    const float e = fast_exp ? numerics::fexp_u20_f32(x) : numerics::exp_u20_f32(x);
+    return round_stats(a, static_cast<T>(e));
+  }
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
+    if (lanes > 0) {
+      const int nv = vector_count < n ? vector_count : n;
+      T block_sum = lane_sum(a, Held{Stage::stats}, p, nv, lanes);
+      for (int j = nv; j < n; ++j) block_sum = a.add(Held{Stage::stats}, block_sum, p[j]);
+      l = a.mac(Stage::stats, block_sum, l, alpha);
+      return;
+    }
     if (tensors) {
       l = a.add(Stage::stats, a.mul(Stage::stats, alpha, l), sum_into(a, Stage::stats, T(0), p, n));
       return;
@@ -139,7 +210,8 @@ struct OnlineSoftmax {
   // Natural-log lse of the scaled scores, in double (reporting): m is a raw score in the kernel
   // form, a scaled one in the tensor form.
   ATTNDEV_HD double lse(double lse_scale) const {
-    return static_cast<double>(m) * (tensors ? 1.0 : lse_scale) + log(static_cast<double>(l));
+    return static_cast<double>(m) * (scaled_scores() ? 1.0 : lse_scale) +
+           log(static_cast<double>(l));
   }
 };
 
