@@ -63,9 +63,9 @@ inline constexpr const char* model_name(Model m) {
 //                   FFMA, the row sum added element by element, O += P V term by term.
 //   torch_cpu_avx2  PyTorch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp)
 //                   as built for AVX2 (Vectorized<float> of 8 lanes): scores multiplied by the
-//                   scale before the max; p = exp(s - m) with the vectorized exp_u20
-//                   (numerics/math.hpp) on each full group of 8 keys of the K/V block and the
-//                   scalar exp on the block's tail; the block's row sum in 8 lanes, reduced as
+//                   scale before the max; p = exp(s - m) with the vectorized fexp_u20 when P is
+//                   stored in bf16/fp16 (exp_u20 otherwise; numerics/math.hpp) on each full group
+//                   of 8 keys of the K/V block and the scalar exp on the block's tail; the block's row sum in 8 lanes, reduced as
 //                   vec_reduce_all does ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the tail
 //                   added in order; l = block_sum + exp(m_old - m_new) * l; the block's P V formed
 //                   apart (a gemm with beta = 1) and added to O * exp(m_old - m_new).
@@ -183,11 +183,11 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      detail::kernel_policy(Format::fp16)},
     {"torch-cpu-flash-bf16",
      "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), bf16: kernel-bf16 with "
-     "scaled scores, exp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
+     "scaled scores, fexp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
      detail::torch_cpu_flash_policy(Format::bf16)},
     {"torch-cpu-flash-fp16",
      "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), fp16: kernel-fp16 with "
-     "scaled scores, exp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
+     "scaled scores, fexp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
      detail::torch_cpu_flash_policy(Format::fp16)},
     {"framework-bf16",
      "FA-1 / FA-2 loop (and explicit baseline) written with bf16 PyTorch tensors, as Golden et "
