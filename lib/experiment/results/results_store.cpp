@@ -227,7 +227,7 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
     if (old_hash == config.hash) {
       // Same rows, other presentation keys (metrics, description): the manifest takes the new
       // ones, so the tables show what the config now asks for.
-      if (manifest.contains("config") && manifest["config"] != config.effective) {
+      if (manifest.contains("config") && manifest["config"] != Json(config.effective)) {
         manifest["config"] = config.effective;
         io::write_regular_file_atomic(path, manifest.dump(2) + "\n");
       }
