@@ -136,7 +136,8 @@ void run_run(const RunArgs& a) {
   const LoadedConfig loaded = load_config_or_usage(a.config, a.overrides);
   const experiment::Config& config = loaded.config;
   const ShardSpec shard = parse_shard(a.shard);
-  if (a.threads < 0) throw UsageError("-j/--threads must be >= 0, got " + std::to_string(a.threads));
+  if (a.threads < 0)
+    throw UsageError("-j/--threads must be >= 0, got " + std::to_string(a.threads));
   experiment::Plan plan;
   try {
     plan = experiment::make_plan(config);
@@ -158,9 +159,9 @@ void run_run(const RunArgs& a) {
   };
   log::info("{}: {} points x {} variants{}, output {}", config.name, plan.points.size(),
             config.variants.size(),
-            shard.count > 1 ? " (shard " + std::to_string(shard.index) + "/" +
-                                  std::to_string(shard.count) + ")"
-                            : "",
+            shard.count > 1
+                ? " (shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) + ")"
+                : "",
             options.dir.string());
   experiment::RunReport report;
   {

@@ -245,15 +245,14 @@ void print_json(const nlohmann::json& j) {
 // fails, the scripts kept for a retry).
 void report_or_submit(const SlurmArgs& a, const SlurmPaths& paths, std::size_t points) {
   const fs::path& dir = paths.slurm_dir;
-  nlohmann::json summary = {
-      {"slurm_dir", dir.string()},
-      {"config", paths.frozen_config.string()},
-      {"points", points},
-      {"shards", a.shards},
-      {"scripts",
-       {(dir / "sweep.sbatch").string(), (dir / "merge.sbatch").string(),
-        (dir / "submit.sh").string()}},
-      {"submitted", false}};
+  nlohmann::json summary = {{"slurm_dir", dir.string()},
+                            {"config", paths.frozen_config.string()},
+                            {"points", points},
+                            {"shards", a.shards},
+                            {"scripts",
+                             {(dir / "sweep.sbatch").string(), (dir / "merge.sbatch").string(),
+                              (dir / "submit.sh").string()}},
+                            {"submitted", false}};
   if (!a.submit) {
     if (a.json)
       print_json(summary);

@@ -172,8 +172,10 @@ void run_train(const TrainArgs& args, const std::string& command_line) {
   prepare_out_dir(out, args.force);
   options.out_dir = out;
   if (t.is_study) {
-    const nlohmann::json record = {{"command_line", command_line}, {"config_file", args.config},
-                                   {"config", t.json},             {"quick", args.quick},
+    const nlohmann::json record = {{"command_line", command_line},
+                                   {"config_file", args.config},
+                                   {"config", t.json},
+                                   {"quick", args.quick},
                                    {"threads", options.threads}};
     train_study(t.study, options, record);
   } else {

@@ -97,13 +97,13 @@ std::optional<std::string> unmeasurable(const measure::References::Reference& re
   const std::pair<const char*, const attention::Tensor*> tensors[] = {
       {"Q", &ref.inputs.q}, {"K", &ref.inputs.k}, {"V", &ref.inputs.v}};
   for (const auto& [name, t] : tensors) {
-    const auto bad = std::find_if(t->data.begin(), t->data.end(),
-                                  [](double x) { return !std::isfinite(x); });
+    const auto bad =
+        std::find_if(t->data.begin(), t->data.end(), [](double x) { return !std::isfinite(x); });
     if (bad != t->data.end())
       return "inputs overflow " + std::string(numerics::format_name(format)) + ": " + name +
-             " holds " + std::to_string(std::count_if(bad, t->data.end(), [](double x) {
-               return !std::isfinite(x);
-             })) +
+             " holds " +
+             std::to_string(
+                 std::count_if(bad, t->data.end(), [](double x) { return !std::isfinite(x); })) +
              " value(s) that round to inf (first at flat index " +
              std::to_string(bad - t->data.begin()) +
              "); use a distribution whose values fit the input format";
@@ -174,8 +174,8 @@ OutputLock open_results(const Config& config, const RunOptions& options,
   // Temporary files of a killed writer of what this run alone writes (its results file; the
   // tables and manifest too when unsharded, which no other writer holds while it runs).
   if (file_name == "results.jsonl")
-    io::remove_stale_temporaries(options.dir, {file_name, "results.csv", "results.json",
-                                               "summary.md", "run.json"});
+    io::remove_stale_temporaries(
+        options.dir, {file_name, "results.csv", "results.json", "summary.md", "run.json"});
   else
     io::remove_stale_temporaries(options.dir, {file_name});
   return lock;
@@ -217,7 +217,8 @@ std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
                            "--force (or another -o folder)");
   std::set<std::string> failed;
   for (const Json& row : stored.rows)
-    if (row_status(row).kind == StatusKind::failed) failed.insert(row["point_id"].get<std::string>());
+    if (row_status(row).kind == StatusKind::failed)
+      failed.insert(row["point_id"].get<std::string>());
   std::vector<const Point*> pending;
   for (const Point& p : plan.points) {
     if (shard_of(p, shard_count) != options.shard_index) continue;

@@ -65,10 +65,11 @@ inline constexpr const char* model_name(Model m) {
 //                   as built for AVX2 (Vectorized<float> of 8 lanes): scores multiplied by the
 //                   scale before the max; p = exp(s - m) with the vectorized fexp_u20 when P is
 //                   stored in bf16/fp16 (exp_u20 otherwise; numerics/math.hpp) on each full group
-//                   of 8 keys of the K/V block and the scalar exp on the block's tail; the block's row sum in 8 lanes, reduced as
-//                   vec_reduce_all does ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the tail
-//                   added in order; l = block_sum + exp(m_old - m_new) * l; the block's P V formed
-//                   apart (a gemm with beta = 1) and added to O * exp(m_old - m_new).
+//                   of 8 keys of the K/V block and the scalar exp on the block's tail; the block's
+//                   row sum in 8 lanes, reduced as vec_reduce_all does ((l0+l4)+(l2+l6)) +
+//                   ((l1+l5)+(l3+l7)), then the tail added in order; l = block_sum + exp(m_old -
+//                   m_new) * l; the block's P V formed apart (a gemm with beta = 1) and added to O
+//                   * exp(m_old - m_new).
 // docs/numerics.md, "PyTorch's CPU flash kernel", has the sources of each step.
 enum class SoftmaxForm : std::uint8_t { fa2, torch_cpu_avx2 };
 

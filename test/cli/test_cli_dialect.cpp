@@ -163,8 +163,9 @@ TEST_CASE("every command that prints a result takes --json", "[cli][dialect]") {
   CHECK(c["matched"] == 4);
   REQUIRE_FALSE(c["metrics"].empty());
   CHECK(c["metrics"][0]["identical"] == c["metrics"][0]["compared"]);
-  const json s = parse_stdout(run_cli({"slurm", cfg.string(), "--shards", "2", "-o",
-                                       (work_dir() / "json_slurm").string(), "--json", "--allow-native"}));
+  const json s =
+      parse_stdout(run_cli({"slurm", cfg.string(), "--shards", "2", "-o",
+                            (work_dir() / "json_slurm").string(), "--json", "--allow-native"}));
   CHECK(s["shards"] == 2);
   CHECK(s["submitted"] == false);
   REQUIRE(s["scripts"].size() == 3);

@@ -483,9 +483,10 @@ TEST_CASE("match refuses a non-finite output, as run fails one", "[cli][hardenin
   for (const char* name : {"q", "k", "v"})
     attndev::io::write_npy(dir / "inputs" / (std::string(name) + ".npy"),
                            {name, attndev::io::DType::f32, {8, 4}, std::vector<double>(32, 0.5)});
-  attndev::io::write_npy(dir / "o.npy", {"o", attndev::io::DType::f32, {8, 4},
-                                         std::vector<double>(32, std::nan(""))});
-  const Result r = run_cli({"match", (dir / "o.npy").string(), "--inputs", (dir / "inputs").string()});
+  attndev::io::write_npy(
+      dir / "o.npy", {"o", attndev::io::DType::f32, {8, 4}, std::vector<double>(32, std::nan(""))});
+  const Result r =
+      run_cli({"match", (dir / "o.npy").string(), "--inputs", (dir / "inputs").string()});
   INFO(r.out << r.err);
   CHECK(r.signal == 0);
   CHECK(r.code == 2);
@@ -511,7 +512,8 @@ void check_ends_with_attndev(const std::string& name, std::string command) {
   command.replace(command.find("{pid_file}"), 10, pid_file.string());
   const fs::path cfg = write_config(name, R"({"name": ")" + name + R"(",
     "axes": {"seq_len": 16, "head_dim": 8},
-    "variants": [{"name": "ext", "external": ")" + command + R"("}]})");
+    "variants": [{"name": "ext", "external": ")" +
+                                              command + R"("}]})");
   const Child c = spawn_cli({"run", cfg.string(), "-o", (work_dir() / (name + "_out")).string()});
   REQUIRE(wait_until([&] { return fs::exists(pid_file) && fs::file_size(pid_file) > 0; }));
   long pid = 0;
@@ -529,8 +531,8 @@ void check_ends_with_attndev(const std::string& name, std::string command) {
 
 TEST_CASE("an external command dies with attndev, even when attndev is SIGKILLed",
           "[cli][hardening][external]") {
-  check_ends_with_attndev(
-      "ext_sleep", "exec sh -c 'echo $$ > {pid_file}; exec sleep 60' {inputs} {output}");
+  check_ends_with_attndev("ext_sleep",
+                          "exec sh -c 'echo $$ > {pid_file}; exec sleep 60' {inputs} {output}");
 }
 
 TEST_CASE("an external command's own children die with attndev when it is SIGKILLed",
@@ -541,7 +543,8 @@ TEST_CASE("an external command's own children die with attndev when it is SIGKIL
                           "sleep 60 & echo $! > {pid_file}; wait; true {inputs} {output}");
 }
 
-TEST_CASE("report --metric picks the summary's columns without a rerun", "[cli][hardening][report]") {
+TEST_CASE("report --metric picks the summary's columns without a rerun",
+          "[cli][hardening][report]") {
   const fs::path cfg = write_config("tiny_metric", kTiny);
   const fs::path dir = work_dir() / "tiny_metric";
   REQUIRE(run_cli({"run", cfg.string(), "-o", dir.string(), "--no-summary"}).code == 0);
@@ -555,8 +558,8 @@ TEST_CASE("report --metric picks the summary's columns without a rerun", "[cli][
   // Editing `metrics` or `description` keeps the folder: the same rows, no rerun.
   std::string text = kTiny;
   text.insert(text.find("\"axes\""), R"("description": "d", "metrics": ["rmse"], )");
-  const Result rerun = run_cli({"run", write_config("tiny_metric2", text).string(), "-o",
-                                dir.string(), "--no-summary"});
+  const Result rerun = run_cli(
+      {"run", write_config("tiny_metric2", text).string(), "-o", dir.string(), "--no-summary"});
   INFO(rerun.err);
   CHECK(rerun.code == 0);
   CHECK_THAT(rerun.out + rerun.err, Catch::Contains("0 run now"));

@@ -153,7 +153,7 @@ TEST_CASE("a worker's rows are bit-identical to the per-point command's, from on
   fs::remove_all(dir);
 }
 
-TEST_CASE("each way a worker fails is its point's row status; the next point gets a new worker",
+TEST_CASE("each way a worker fails is its point's row status, and the next point gets a new worker",
           "[worker]") {
   const std::string garbage =
       R"(echo '{"ready": true}' >&3; while read line; do echo 'this is not json' >&3; done)";

@@ -82,7 +82,8 @@ std::string legacy_note(const Json& manifest, const fs::path& dir) {
     return {};
   return ". It was written by an older attndev, whose config hash also covered keys that cannot "
          "change a row (description, metrics, dump); its rows are not taken as this config's "
-         "without a check. Rerun into a new folder, or recompute here with `attndev run CONFIG -o " +
+         "without a check. Rerun into a new folder, or recompute here with `attndev run CONFIG "
+         "-o " +
          dir.string() + " --force` (deletes its results); the older attndev still reads it";
 }
 
@@ -99,12 +100,11 @@ Config read_manifest_config(const fs::path& dir) {
     Config config = parse_config(manifest["config"].dump());
     if (config.hash != manifest["config_hash"].get<std::string>()) {
       const std::string legacy = legacy_note(manifest, dir);
-      throw OutputDirError(manifest_path(dir).string() + ": config hash " +
-                           manifest["config_hash"].get<std::string>() +
-                           " does not match its config (hash " + config.hash + ")" +
-                           (legacy.empty()
-                                ? "; the manifest was edited or written by another version"
-                                : legacy));
+      throw OutputDirError(
+          manifest_path(dir).string() + ": config hash " +
+          manifest["config_hash"].get<std::string>() + " does not match its config (hash " +
+          config.hash + ")" +
+          (legacy.empty() ? "; the manifest was edited or written by another version" : legacy));
     }
     return config;
   } catch (const ConfigError& e) {
@@ -165,11 +165,11 @@ OutputLock lock_results_file(const fs::path& dir, const std::string& results_fil
   lock.folder_ =
       try_lock(folder, force_new ? io::FileLock::Mode::exclusive : io::FileLock::Mode::shared);
   if (!lock.folder_)
-    throw OutputDirError(dir.string() + " is in use by another attndev process (" +
-                         (force_new ? writers_of(dir) : io::lock_holder(folder)) + "); " +
-                         (force_new ? "--force would delete the rows it is writing. "
-                                    : "it rewrites the folder. ") +
-                         "Wait for it to finish, or use another -o folder");
+    throw OutputDirError(
+        dir.string() + " is in use by another attndev process (" +
+        (force_new ? writers_of(dir) : io::lock_holder(folder)) + "); " +
+        (force_new ? "--force would delete the rows it is writing. " : "it rewrites the folder. ") +
+        "Wait for it to finish, or use another -o folder");
   if (force_new) lock.folder_->write_owner(what + " (--force)");
   const fs::path file = file_lock_path(dir, results_file);
   lock.file_ = try_lock(file, io::FileLock::Mode::exclusive);
@@ -420,10 +420,10 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
               return !j.is_null() && row_status(j).kind == StatusKind::failed;
             }))
           continue;
-        out.duplicate_rows += static_cast<std::size_t>(std::count_if(
-                                  slots.begin(), slots.end(),
-                                  [](const Json& j) { return !j.is_null(); })) -
-                              1;
+        out.duplicate_rows +=
+            static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(),
+                                                   [](const Json& j) { return !j.is_null(); })) -
+            1;
         for (Json& j : slots) j = nullptr;
       }
       slots[v->second] = record;

@@ -60,9 +60,10 @@ std::vector<std::string> escaped_pieces(std::string_view text) {
     }
     // A UTF-8 sequence is kept when it is valid and not a C1 control (U+0080..U+009F, which
     // some terminals obey like ESC); anything else is escaped byte by byte.
-    const std::size_t length = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3
-                               : c >= 0xc2 && c < 0xe0                ? 2
-                                                                      : 0;
+    const std::size_t length = c >= 0xf0 && c < 0xf5   ? 4
+                               : c >= 0xe0 && c < 0xf0 ? 3
+                               : c >= 0xc2 && c < 0xe0 ? 2
+                                                       : 0;
     bool valid = length > 0 && i + length <= text.size();
     for (std::size_t k = 1; valid && k < length; ++k)
       valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
@@ -117,8 +118,7 @@ std::string tail_of(const std::string& text) {
 }
 
 // `empty_note`: say so when stderr is empty (a crash or a hang that printed nothing).
-std::string with_tail(std::string message, const std::string& stderr_tail,
-                      bool empty_note = true) {
+std::string with_tail(std::string message, const std::string& stderr_tail, bool empty_note = true) {
   const std::string tail = tail_of(stderr_tail);
   if (tail.empty()) return empty_note ? message + " (stderr empty)" : message;
   return message + ": " + tail;

@@ -90,7 +90,7 @@ class BoundedTail {
  public:
   explicit BoundedTail(std::size_t capacity = kExternalTailBytes) : capacity_(capacity) {}
   void append(std::string_view bytes);
-  std::string text() const;            // the bytes kept, oldest first
+  std::string text() const;                         // the bytes kept, oldest first
   std::size_t dropped() const { return dropped_; }  // bytes discarded from the front
 
  private:

@@ -917,8 +917,7 @@ std::string config_hash(const json& effective) {
   if (hashed.is_object())
     for (auto it = hashed.begin(); it != hashed.end();)
       it = it.key() == "description" || it.key() == "metrics" || it.key() == "dump" ||
-                   it.key() == "setup" ||
-                   config::is_comment_key(it.key())
+                   it.key() == "setup" || config::is_comment_key(it.key())
                ? hashed.erase(it)
                : std::next(it);
   return stable_hash_hex(hashed.dump());

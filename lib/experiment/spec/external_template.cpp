@@ -39,7 +39,8 @@ std::optional<std::string> external_template_problem(const std::string& command)
         return "the placeholder {" + name + "} is inside " +
                (quote == '"' ? std::string("double") : std::string("single")) +
                " quotes: its value would be pasted into quoted text that a shell may parse "
-               "again (sh -c, eval). Write {" + name +
+               "again (sh -c, eval). Write {" +
+               name +
                "} unquoted (attndev passes it as one word, whatever it holds), or refer to \"$" +
                placeholder_variable(name) + "\" in nested shell code";
       i = close;
