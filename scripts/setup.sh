@@ -9,7 +9,7 @@ set -euo pipefail
 mode="${1:-test}"
 # Compiler, build tools and the header libraries attndev is built from (run.sh configures without
 # the tests, so Catch2 belongs to the test set-up).
-run_packages=(cmake ninja-build g++ git
+run_packages=(cmake ninja-build g++ git ccache
               libcli11-dev nlohmann-json3-dev libspdlog-dev libeigen3-dev)
 test_packages=(catch2 pkg-config                                # the test framework
                python3 python3-numpy python3-scipy python3-matplotlib  # test oracles, plots
