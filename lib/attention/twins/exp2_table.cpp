@@ -18,7 +18,7 @@
 
 namespace attndev::attention::twins {
 
-namespace {
+namespace exp2_impl {
 
 constexpr const char* kMagic = "attndev-exp2-table 1";
 
@@ -66,9 +66,9 @@ Candidate make_candidate(int q, Exp2Quant quant,
   c.delta.resize(std::size_t{1} << q);
   for (std::uint32_t k = 0; k < (1u << q); ++k) {
     const float x = exp2_grid_x(q, k);
-    const std::int64_t diff =
-        static_cast<std::int64_t>(numerics::bits_of(measured(exp2_domain_index(numerics::bits_of(x))))) -
-        static_cast<std::int64_t>(numerics::bits_of(exp2_reference(x)));
+    const std::int64_t diff = static_cast<std::int64_t>(numerics::bits_of(
+                                  measured(exp2_domain_index(numerics::bits_of(x))))) -
+                              static_cast<std::int64_t>(numerics::bits_of(exp2_reference(x)));
     if (diff < -127 || diff > 127) {
       c.feasible = false;
       return c;
@@ -89,8 +89,8 @@ Exp2TableView view_of(const Candidate& c) {
 // Values over `ranges` (every stride-th one) the candidate's hypothesis misses.
 std::uint64_t count_misses(const Candidate& c,
                            const std::vector<std::pair<std::uint64_t, std::uint64_t>>& chunks,
-                           const std::function<float(std::uint64_t)>& measured, std::uint64_t stride,
-                           int threads) {
+                           const std::function<float(std::uint64_t)>& measured,
+                           std::uint64_t stride, int threads) {
   const Exp2TableView v = view_of(c);
   std::atomic<std::uint64_t> misses{0};
   parallel_for(chunks.size(), threads, 0, [&](std::size_t i) {
@@ -104,7 +104,9 @@ std::uint64_t count_misses(const Candidate& c,
   return misses.load();
 }
 
-}  // namespace
+}  // namespace exp2_impl
+
+using namespace exp2_impl;
 
 Exp2TableView Exp2Table::view() const {
   Exp2TableView v;
@@ -167,14 +169,17 @@ Exp2Table read_exp2_table(const std::string& path) {
     fail(path, "header incomplete (needs fraction_bits, exceptions and a final \"end\" line)");
   if (t.fraction_bits < 0 || t.fraction_bits > 23)
     fail(path, "fraction_bits " + std::to_string(t.fraction_bits) + " outside 0..23");
-  if (n_exc > kExp2TableMaxBytes / 8) fail(path, "exception count " + std::to_string(n_exc) + " too large");
+  if (n_exc > kExp2TableMaxBytes / 8)
+    fail(path, "exception count " + std::to_string(n_exc) + " too large");
   t.delta.resize(t.fraction_bits == 0 ? 0 : std::size_t{1} << t.fraction_bits);
   t.exc_x.resize(n_exc);
   t.exc_y.resize(n_exc);
   in.read(reinterpret_cast<char*>(t.delta.data()), static_cast<std::streamsize>(t.delta.size()));
   in.read(reinterpret_cast<char*>(t.exc_x.data()), static_cast<std::streamsize>(4 * n_exc));
   in.read(reinterpret_cast<char*>(t.exc_y.data()), static_cast<std::streamsize>(4 * n_exc));
-  if (!in) fail(path, "truncated: the header promises " + std::to_string(t.file_bytes()) + " bytes of data");
+  if (!in)
+    fail(path,
+         "truncated: the header promises " + std::to_string(t.file_bytes()) + " bytes of data");
   if (in.peek() != std::char_traits<char>::eof()) fail(path, "trailing bytes after the data");
   for (std::size_t i = 0; i < n_exc; ++i)
     if ((i > 0 && t.exc_x[i] <= t.exc_x[i - 1]) || !exp2_in_domain(t.exc_x[i]))
@@ -192,12 +197,16 @@ void write_exp2_table(const std::string& path, const Exp2Table& t) {
       if (k != "fraction_bits" && k != "quant" && k != "exceptions") out << k << "=" << v << "\n";
     out << "fraction_bits=" << t.fraction_bits << "\nquant=" << exp2_quant_name(t.quant)
         << "\nexceptions=" << t.exc_x.size() << "\nend\n";
-    out.write(reinterpret_cast<const char*>(t.delta.data()), static_cast<std::streamsize>(t.delta.size()));
-    out.write(reinterpret_cast<const char*>(t.exc_x.data()), static_cast<std::streamsize>(4 * t.exc_x.size()));
-    out.write(reinterpret_cast<const char*>(t.exc_y.data()), static_cast<std::streamsize>(4 * t.exc_y.size()));
+    out.write(reinterpret_cast<const char*>(t.delta.data()),
+              static_cast<std::streamsize>(t.delta.size()));
+    out.write(reinterpret_cast<const char*>(t.exc_x.data()),
+              static_cast<std::streamsize>(4 * t.exc_x.size()));
+    out.write(reinterpret_cast<const char*>(t.exc_y.data()),
+              static_cast<std::streamsize>(4 * t.exc_y.size()));
     if (!out) fail(tmp, "write failed");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, std::string("rename: ") + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    fail(path, std::string("rename: ") + std::strerror(errno));
 }
 
 std::string find_exp2_table() {
@@ -238,7 +247,8 @@ Exp2Fit fit_exp2_table(const std::vector<std::pair<std::uint64_t, std::uint64_t>
   const std::uint64_t stride = std::max<std::uint64_t>(1, total >> 22) | 1;
   for (const Candidate& c : cands) {
     Exp2Hypothesis h{candidate_name(c.q, c.quant), c.feasible, 0, stride == 1};
-    if (c.feasible) h.exceptions = count_misses(c, chunks, measured, stride, options.threads) * stride;
+    if (c.feasible)
+      h.exceptions = count_misses(c, chunks, measured, stride, options.threads) * stride;
     fit.hypotheses.push_back(h);
   }
   std::vector<std::size_t> order(cands.size());
@@ -266,8 +276,9 @@ Exp2Fit fit_exp2_table(const std::vector<std::pair<std::uint64_t, std::uint64_t>
   for (std::size_t i : order) ranked.push_back(fit.hypotheses[i]);
   fit.hypotheses = ranked;
   if (!cands[best].feasible || size_of(best) > options.max_bytes) {
-    fit.why = "no hypothesis fits in " + std::to_string(options.max_bytes) + " bytes (best: " +
-              fit.hypotheses[0].name + ", " + std::to_string(size_of(best)) + " bytes)";
+    fit.why = "no hypothesis fits in " + std::to_string(options.max_bytes) +
+              " bytes (best: " + fit.hypotheses[0].name + ", " + std::to_string(size_of(best)) +
+              " bytes)";
     return fit;
   }
   // The chosen form's exceptions, then the check that the stored form reproduces every value.
@@ -299,7 +310,8 @@ Exp2Fit fit_exp2_table(const std::vector<std::pair<std::uint64_t, std::uint64_t>
   parallel_for(chunks.size(), options.threads, 0, [&](std::size_t i) {
     std::uint64_t n = 0;
     for (std::uint64_t idx = chunks[i].first; idx < chunks[i].second; ++idx)
-      n += numerics::bits_of(exp2_table_value(v, numerics::float_from_bits(exp2_domain_bits(idx)))) !=
+      n += numerics::bits_of(
+               exp2_table_value(v, numerics::float_from_bits(exp2_domain_bits(idx)))) !=
            numerics::bits_of(measured(idx));
     bad += n;
   });

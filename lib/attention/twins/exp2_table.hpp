@@ -30,14 +30,14 @@ struct Exp2Table {
   std::vector<std::pair<std::string, std::string>> meta;
   int fraction_bits = 0;
   Exp2Quant quant = Exp2Quant::floor;
-  std::vector<std::int8_t> delta;      // (2^fraction_bits)
-  std::vector<std::uint32_t> exc_x;    // (n) increasing
-  std::vector<std::uint32_t> exc_y;    // (n)
+  std::vector<std::int8_t> delta;    // (2^fraction_bits)
+  std::vector<std::uint32_t> exc_x;  // (n) increasing
+  std::vector<std::uint32_t> exc_y;  // (n)
 
   Exp2TableView view() const;
   std::string meta_value(const std::string& key) const;  // "" when absent
-  std::string hypothesis() const;  // "reference" or "fraction(Q, mode)"
-  std::uint64_t file_bytes() const;  // the binary part
+  std::string hypothesis() const;                        // "reference" or "fraction(Q, mode)"
+  std::uint64_t file_bytes() const;                      // the binary part
 };
 
 // Throws std::runtime_error naming the file and what is wrong with it.

@@ -61,7 +61,8 @@ ATTNDEV_HD inline float exp2_grid_x(int q, std::uint32_t k) {
 // g(k) as stored: the reference at the grid point moved by delta[k] ulps (the measured value).
 ATTNDEV_HD inline float exp2_grid_value(int q, const std::int8_t* delta, std::uint32_t k) {
   const std::uint32_t ref = numerics::bits_of(exp2_reference(exp2_grid_x(q, k)));
-  return numerics::float_from_bits(ref + static_cast<std::uint32_t>(static_cast<std::int32_t>(delta[k])));
+  return numerics::float_from_bits(ref +
+                                   static_cast<std::uint32_t>(static_cast<std::int32_t>(delta[k])));
 }
 
 // fraction(q, mode)'s prediction for x in the domain, g(k) given by g_of(k).
@@ -84,7 +85,7 @@ ATTNDEV_HD float exp2_fraction_predict(float x, int q, Exp2Quant mode, const G& 
 struct Exp2TableView {
   int fraction_bits = 0;
   Exp2Quant quant = Exp2Quant::floor;
-  const std::int8_t* delta = nullptr;  // (2^fraction_bits)
+  const std::int8_t* delta = nullptr;    // (2^fraction_bits)
   const std::uint32_t* exc_x = nullptr;  // (n_exc) x bits, increasing
   const std::uint32_t* exc_y = nullptr;  // (n_exc)
   std::uint64_t n_exc = 0;

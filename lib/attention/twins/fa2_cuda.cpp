@@ -14,7 +14,7 @@
 
 namespace attndev::attention::twins {
 
-namespace {
+namespace fa2_impl {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int kQuad = 4;  // the threads that share a row of an m16n8 accumulator
@@ -82,8 +82,8 @@ void row_pass(const Head& h, const RowSetup& rs, int i, int n_min, int n_max, bo
     // S = Q K^T from C = 0 (clear(acc_s)); apply_mask sets masked and out-of-range keys to -inf.
     for (int c = 0; c < bn; ++c) {
       const int j = j0 + c;
-      s[c] = j < seen ? mma.chain(q_i, 1, h.k + static_cast<std::ptrdiff_t>(j) * d, 1, d, 0.f)
-                      : -kInf;
+      s[c] =
+          j < seen ? mma.chain(q_i, 1, h.k + static_cast<std::ptrdiff_t>(j) * d, 1, d, 0.f) : -kInf;
     }
     // softmax_rescale_o. The max is exact in any order (MaxOp: fmaxf, then Allreduce<4>).
     float block_max = -kInf;
@@ -150,8 +150,13 @@ void block_range(const Head& h, int block_m, int block_n, int m_block, int split
 }
 
 Head head_of(const Problem& p, int b, int hh) {
-  return {p.q.head_ptr(b, hh), p.k.head_ptr(b, hh), p.v.head_ptr(b, hh), p.shape.seq_q,
-          p.shape.seq_kv,      p.shape.head_dim,    p.causal};
+  return {p.q.head_ptr(b, hh),
+          p.k.head_ptr(b, hh),
+          p.v.head_ptr(b, hh),
+          p.shape.seq_q,
+          p.shape.seq_kv,
+          p.shape.head_dim,
+          p.causal};
 }
 
 // combine_attn_seqk_parallel for one row: the splits' lse merged through kRowsPerLoadTranspose
@@ -185,13 +190,16 @@ float combine_row(const float* lse_s, const float* o_s, int splits, int head_dim
   for (int t = 0; t < d; ++t) {
     float acc = 0.f;
     for (int s = 0; s < splits; ++s)
-      acc = std::fma(exp_f(lse_s[s] - lse_logsum), o_s[static_cast<std::ptrdiff_t>(s) * d + t], acc);
+      acc =
+          std::fma(exp_f(lse_s[s] - lse_logsum), o_s[static_cast<std::ptrdiff_t>(s) * d + t], acc);
     o[t] = numerics::round_to(output, acc);
   }
   return lse_logsum;
 }
 
-}  // namespace
+}  // namespace fa2_impl
+
+using namespace fa2_impl;
 
 int fa2_num_splits_heuristic(int batch_nheads_mblocks, int num_sms, int num_n_blocks,
                              int max_splits) {
@@ -295,11 +303,11 @@ void run_fa2(const Problem& p, const TwinSetup& setup, const Fa2Build& build, Ou
       const float sum = normalize(st);
       if (splits > 1) {
         const std::size_t r = static_cast<std::size_t>(split) * rows + row;
-        std::copy(st.acc.begin(), st.acc.end(), o_split.begin() + static_cast<std::ptrdiff_t>(r * d));
+        std::copy(st.acc.begin(), st.acc.end(),
+                  o_split.begin() + static_cast<std::ptrdiff_t>(r * d));
         // lse = row_max * softmax_scale + __logf(sum), contracted to one FFMA; -inf if empty.
-        lse_split[r] = (sum == 0.f || sum != sum)
-                           ? -kInf
-                           : std::fma(st.row_max, softmax_scale, log_f(sum));
+        lse_split[r] =
+            (sum == 0.f || sum != sum) ? -kInf : std::fma(st.row_max, softmax_scale, log_f(sum));
         continue;
       }
       double* o = out.o.data.data() + row * d;
@@ -311,7 +319,8 @@ void run_fa2(const Problem& p, const TwinSetup& setup, const Fa2Build& build, Ou
   });
   if (splits == 1) return;
   parallel_for(rows, p.threads, p.schedule_seed, [&](std::size_t row) {
-    std::vector<float> lse_s(static_cast<std::size_t>(splits)), o_s(static_cast<std::size_t>(splits) * d);
+    std::vector<float> lse_s(static_cast<std::size_t>(splits)),
+        o_s(static_cast<std::size_t>(splits) * d);
     for (int s = 0; s < splits; ++s) {
       const std::size_t r = static_cast<std::size_t>(s) * rows + row;
       lse_s[s] = lse_split[r];

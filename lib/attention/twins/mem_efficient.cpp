@@ -15,7 +15,7 @@
 
 namespace attndev::attention::twins {
 
-namespace {
+namespace mem_eff_impl {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 // kernel_forward.h: constexpr float kLog2e = 1.4426950408889634074 (rounded to float).
@@ -46,8 +46,8 @@ void block_scores(const Ctx& c, const Row& r, int start, std::vector<float>& fra
   for (int col = 0; col < kb; ++col) {
     const int j = start + col;
     // Keys past the block's problem size are predicated off: their accumulators stay 0.
-    float s = col < in_range ? c.setup->mma->chain(r.q, 1, r.k + static_cast<std::ptrdiff_t>(j) * r.d,
-                                                   1, r.d, 0.f)
+    float s = col < in_range ? c.setup->mma->chain(
+                                   r.q, 1, r.k + static_cast<std::ptrdiff_t>(j) * r.d, 1, r.d, 0.f)
                              : 0.f;
     s = c.scale * s;
     if (j >= r.seen && j < r.seq_kv) s = -kInf;  // custom mask: accum_n > last_col
@@ -93,7 +93,8 @@ double row_pass(const Ctx& c, const Row& r, double* o) {
       for (int t = 0; t < 4; ++t) {
         float sum = 0.f;
         for (int nj = 0; nj < kWarpCols / 8; ++nj)
-          for (int e = 0; e < 2; ++e) sum += frag[static_cast<std::size_t>(w * kWarpCols + nj * 8 + t * 2 + e)];
+          for (int e = 0; e < 2; ++e)
+            sum += frag[static_cast<std::size_t>(w * kWarpCols + nj * 8 + t * 2 + e)];
         lane_sum[t] = sum;
       }
       total += (lane_sum[0] + lane_sum[1]) + (lane_sum[2] + lane_sum[3]);
@@ -131,15 +132,18 @@ double row_pass(const Ctx& c, const Row& r, double* o) {
                         : static_cast<double>(mi) / numerics::kLog2e + std::log(s_prime);
 }
 
-}  // namespace
+}  // namespace mem_eff_impl
+
+using namespace mem_eff_impl;
 
 bool mem_efficient_plan(const Shape& shape, MemEffPlan& plan, std::string* why) {
   const int d = shape.head_dim;
   if (d % 8 != 0) {
     if (why)
-      *why = "PyTorch's memory-efficient kernel needs a head dim that is a multiple of 8 for "
-             "bf16/fp16 (its sm80 kernels are the aligned ones, kernels/cutlassF.h), got d = " +
-             std::to_string(d);
+      *why =
+          "PyTorch's memory-efficient kernel needs a head dim that is a multiple of 8 for "
+          "bf16/fp16 (its sm80 kernels are the aligned ones, kernels/cutlassF.h), got d = " +
+          std::to_string(d);
     return false;
   }
   plan = MemEffPlan{};
@@ -155,7 +159,10 @@ bool mem_efficient_plan(const Shape& shape, MemEffPlan& plan, std::string* why) 
 }
 
 void run_mem_efficient(const Problem& p, const TwinSetup& setup, Output& out) {
-  Ctx c{&setup, {}, static_cast<float>(p.scale_in_query ? 1.0 : p.scale), p.policy.prob,
+  Ctx c{&setup,
+        {},
+        static_cast<float>(p.scale_in_query ? 1.0 : p.scale),
+        p.policy.prob,
         p.policy.output};
   std::string why;
   if (!mem_efficient_plan(p.shape, c.plan, &why)) throw std::invalid_argument(why);
@@ -171,8 +178,7 @@ void run_mem_efficient(const Problem& p, const TwinSetup& setup, Output& out) {
     // advance_to_block: with a causal mask (CausalFromBottomRight) the block's keys stop at the
     // last one its last query sees.
     int num_keys = sh.seq_kv;
-    if (p.causal)
-      num_keys = std::min(query_start + (sh.seq_kv - sh.seq_q) + qpb, sh.seq_kv);
+    if (p.causal) num_keys = std::min(query_start + (sh.seq_kv - sh.seq_q) + qpb, sh.seq_kv);
     for (int i = query_start; i < std::min(sh.seq_q, query_start + qpb); ++i) {
       const std::size_t row = bh * sh.seq_q + static_cast<std::size_t>(i);
       Row r{p.q.head_ptr(b, h) + static_cast<std::ptrdiff_t>(i) * sh.head_dim,
