@@ -66,16 +66,6 @@ ATTNDEV_HD constexpr Operands operands(Format a, Format b, int scale_exp = 0) {
   return {a, b, traits(a).min_exponent, traits(b).min_exponent, scale_exp};
 }
 
-// The kind of a pair of operand formats: false when no tensor-core instruction multiplies them
-// (fp16 by bf16, a 16-bit by an 8-bit format, fp64).
-ATTNDEV_HD constexpr bool kind_of(Format a, Format b, Kind& out) {
-  Kind ka{}, kb{};
-  if (!kind_of(a, ka) || !kind_of(b, kb) || ka != kb) return false;
-  if (ka == Kind::f16 && a != b) return false;
-  out = ka;
-  return true;
-}
-
 namespace detail {
 
 // Unbiased exponent of a nonzero double; every value of an input format and of fp32 is a normal

@@ -272,6 +272,16 @@ ATTNDEV_HD constexpr bool kind_of(Format f, Kind& out) {
   return false;
 }
 
+// The kind of a pair of operand formats: false when no tensor-core instruction multiplies them
+// (fp16 by bf16, a 16-bit by an 8-bit format, fp64).
+ATTNDEV_HD constexpr bool kind_of(Format a, Format b, Kind& out) {
+  Kind ka{}, kb{};
+  if (!kind_of(a, ka) || !kind_of(b, kb) || ka != kb) return false;
+  if (ka == Kind::f16 && a != b) return false;
+  out = ka;
+  return true;
+}
+
 // ---- The chooser ----------------------------------------------------------------------------
 
 // Does `arch` have `instruction` at all? wgmma exists on sm_90 only, tcgen05.mma on sm_100 only.
