@@ -32,6 +32,13 @@ enum class Algorithm : unsigned char {
   // Emulated twins of GPU kernels, operation by operation (lib/attention/twins/): each runs
   // its kernel's fixed policy and tiles, with the policy's tensor-core profile (mma).
   flash2_tc_twin,  // attndev's own flash2-tc (lib/cuda/flash2_tc.cuh)
+  // FlashAttention-2's CUDA forward (Dao-AILab/flash-attention csrc/flash_attn/src/), the exp2
+  // argument one FFMA as upstream builds it, or FMUL then FADD (UNFUSE_FMA) as PyTorch's
+  // SDPBackend.FLASH_ATTENTION builds it; PyTorch's memory-efficient kernel
+  // (SDPBackend.EFFICIENT_ATTENTION). lib/attention/twins/{fa2_cuda,mem_efficient}.hpp.
+  fa2_cuda,
+  fa2_cuda_unfused,
+  mem_efficient,
 };
 
 inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
@@ -46,7 +53,9 @@ inline constexpr Algorithm kFp8Algorithms[] = {
 
 // The twins of GPU kernels: like the fp8 algorithms, kept out of kAllAlgorithms (they run their
 // kernel's policy only, not any policy exactly).
-inline constexpr Algorithm kTwinAlgorithms[] = {Algorithm::flash2_tc_twin};
+inline constexpr Algorithm kTwinAlgorithms[] = {Algorithm::flash2_tc_twin, Algorithm::fa2_cuda,
+                                                Algorithm::fa2_cuda_unfused,
+                                                Algorithm::mem_efficient};
 
 // Every algorithm a user can name (listings, config validation, suggestions).
 inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
@@ -56,7 +65,10 @@ inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
                                                 Algorithm::flash3_fp8_per_tensor,
                                                 Algorithm::flash3_fp8_no_hadamard,
                                                 Algorithm::baseline_fp8,
-                                                Algorithm::flash2_tc_twin};
+                                                Algorithm::flash2_tc_twin,
+                                                Algorithm::fa2_cuda,
+                                                Algorithm::fa2_cuda_unfused,
+                                                Algorithm::mem_efficient};
 
 inline constexpr bool is_fp8_algorithm(Algorithm a) {
   return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||
@@ -64,7 +76,8 @@ inline constexpr bool is_fp8_algorithm(Algorithm a) {
 }
 
 inline constexpr bool is_twin_algorithm(Algorithm a) {
-  return a == Algorithm::flash2_tc_twin;
+  return a == Algorithm::flash2_tc_twin || a == Algorithm::fa2_cuda ||
+         a == Algorithm::fa2_cuda_unfused || a == Algorithm::mem_efficient;
 }
 
 const char* algorithm_name(Algorithm a);

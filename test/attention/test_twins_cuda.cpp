@@ -112,7 +112,7 @@ Tensor run_fa2_twin(const Problem& p, const twins::GpuProfile& gpu, const twins:
                     const twins::MmaChain& mma, const twins::Exp2& exp2) {
   twins::TwinSetup setup;
   setup.mma = &mma;
-  setup.exp2 = &exp2;
+  setup.exp2 = exp2;
   setup.gpu = gpu;
   Output out = empty_output(p.shape);
   twins::run_fa2(p, setup, build, out);
@@ -124,7 +124,7 @@ Tensor run_fa2_twin(const Problem& p, const twins::GpuProfile& gpu, const twins:
 TEST_CASE("fa2-cuda twin equals an independent thread-level reference of the kernel",
           "[attention][twins]") {
   const twins::FmaChain fma;
-  const twins::ProjectExp2 exp2;
+  const twins::Exp2 exp2 = twins::project_exp2();
   for (const TwinCase& c : kCases)
     for (const twins::GpuProfile& gpu : {kNoSplitSm80, kNoSplitSm89})
       for (bool unfused : {false, true})
@@ -150,7 +150,7 @@ TEST_CASE("fa2-cuda: each modelled step changes bits, and the twin takes the sou
   const TwinCase c{"N=300 d=64", {1, 2, 300, 300, 64}, false};
   const Problem p = problem_for(c, Format::bf16, Format::fp32, 11);
   const twins::FmaChain fma;
-  const twins::ProjectExp2 exp2;
+  const twins::Exp2 exp2 = twins::project_exp2();
   twins::Fa2Plan plan;
   REQUIRE(twins::fa2_plan(p.shape, false, kNoSplitSm80, plan, nullptr));
   const Tensor twin = run_fa2_twin(p, kNoSplitSm80, {}, fma, exp2);
@@ -235,7 +235,7 @@ TEST_CASE("fa2-cuda split-KV path: per-split passes, fp32 partial O, and the com
   const Problem p = problem_for(c, Format::bf16, Format::bf16, 3);
   const twins::GpuProfile& h100 = *twins::find_gpu_profile("sm90");
   const twins::FmaChain fma;
-  const twins::ProjectExp2 exp2;
+  const twins::Exp2 exp2 = twins::project_exp2();
   const Tensor twin = run_fa2_twin(p, h100, {}, fma, exp2);
   // The reference: each split a reference row over its one block, lse = fma(max, scale, log l),
   // then combine_attn_seqk_parallel with kMaxSplits = 4 lanes (xor 2, xor 1).
@@ -269,7 +269,7 @@ TEST_CASE("fa2-cuda split-KV path: per-split passes, fp32 partial O, and the com
 TEST_CASE("mem-efficient twin equals an independent reference, and each modelled step matters",
           "[attention][twins]") {
   const twins::FmaChain fma;
-  const twins::ProjectExp2 exp2;
+  const twins::Exp2 exp2 = twins::project_exp2();
   const TwinCase cases[] = {
       {"N=75 d=64", {1, 2, 75, 75, 64}, false},
       {"N=300 d=64 causal", {1, 1, 300, 300, 64}, true},
@@ -299,7 +299,7 @@ TEST_CASE("mem-efficient twin equals an independent reference, and each modelled
   const auto twin = [&](const Problem& p) {
     twins::TwinSetup setup;
     setup.mma = &fma;
-    setup.exp2 = &exp2;
+    setup.exp2 = exp2;
     Output out = empty_output(p.shape);
     twins::run_mem_efficient(p, setup, out);
     return out.o;
@@ -348,10 +348,10 @@ TEST_CASE("mem-efficient with O in global memory (d > 128) stays within the kern
   const TwinCase c{"N=300 d=160", {1, 1, 300, 300, 160}, false};
   const Problem p = problem_for(c, Format::bf16, Format::bf16, 13);
   const twins::FmaChain fma;
-  const twins::ProjectExp2 exp2;
+  const twins::Exp2 exp2 = twins::project_exp2();
   twins::TwinSetup setup;
   setup.mma = &fma;
-  setup.exp2 = &exp2;
+  setup.exp2 = exp2;
   Output out = empty_output(p.shape);
   twins::run_mem_efficient(p, setup, out);
   Options o;

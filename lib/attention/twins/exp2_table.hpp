@@ -48,12 +48,13 @@ void write_exp2_table(const std::string& path, const Exp2Table& table);
 // $ATTNDEV_EXP2_TABLE when set and non-empty, else the source tree's table when it exists, else "".
 std::string find_exp2_table();
 
-// The Exp2 of a loaded table: the stored value inside the measured domain, +0 below it (the
-// flush-to-zero limit), the reference above it (x >= 1: a softmax never gets there).
-struct TableExp2 final : Exp2 {
+// The exp2 of a loaded table (an Exp2 when copied into one): the stored value inside the measured
+// domain, +0 below it (the flush-to-zero limit), the reference above it (x >= 1: a softmax never
+// gets there).
+struct TableExp2 {
   explicit TableExp2(std::shared_ptr<const Exp2Table> t) : table(std::move(t)), v(table->view()) {}
-  float operator()(float x) const override;
-  std::string name() const override;
+  float operator()(float x) const;
+  std::string name() const;
   std::shared_ptr<const Exp2Table> table;
   Exp2TableView v;
 };

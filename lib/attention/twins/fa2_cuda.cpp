@@ -65,7 +65,7 @@ struct RowState {
 void row_pass(const Head& h, const RowSetup& rs, int i, int n_min, int n_max, bool check_inf,
               RowState& st) {
   const int bn = rs.block_n, d = h.d;
-  const Exp2& exp2 = *rs.setup->exp2;
+  const Exp2& exp2 = rs.setup->exp2;
   const MmaChain& mma = *rs.setup->mma;
   const float sl2 = rs.scale_log2;
   st.row_max = -kInf;

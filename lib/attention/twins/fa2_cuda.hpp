@@ -60,7 +60,7 @@ int fa2_num_splits_heuristic(int batch_nheads_mblocks, int num_sms, int num_n_bl
 
 struct TwinSetup {
   const MmaChain* mma = nullptr;
-  const Exp2* exp2 = nullptr;
+  Exp2 exp2 = project_exp2();
   GpuProfile gpu = default_gpu_profile();
 };
 

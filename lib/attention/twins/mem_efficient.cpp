@@ -57,7 +57,7 @@ void block_scores(const Ctx& c, const Row& r, int start, std::vector<float>& fra
 
 // One row's pass over its K/V blocks; writes o (d) and returns the natural-log lse.
 double row_pass(const Ctx& c, const Row& r, double* o) {
-  const Exp2& exp2 = *c.setup->exp2;
+  const Exp2& exp2 = c.setup->exp2;
   const MmaChain& mma = *c.setup->mma;
   const int kb = c.plan.keys_per_block, d = r.d;
   const int warps = c.plan.warps_per_row;

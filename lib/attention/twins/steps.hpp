@@ -11,12 +11,13 @@
 //             neither is specified to the bit. The project's exp2 (numerics::exp2_f32) until a
 //             table measured on a device is loaded (twins/exp2_table.hpp).
 //
-// Both are run-time objects (a twin runs once per point, on the host): a virtual call per
+// Both are run-time objects (a twin runs once per point, on the host): an indirect call per
 // output element or per exponential costs little beside the chain it computes.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "numerics/math.hpp"
@@ -49,16 +50,12 @@ struct FmaChain final : MmaChain {
   std::string name() const override { return fused ? "fp32-fma" : "fp32-mul-add"; }
 };
 
-struct Exp2 {
-  virtual ~Exp2() = default;
-  virtual float operator()(float x) const = 0;
-  virtual std::string name() const = 0;
-};
+// exp2 as a twin evaluates it (the alias flash2_tc.hpp declares too).
+using Exp2 = std::function<float(float)>;
 
 // The project's exp2 (lib/numerics/math.hpp): what every twin uses until a device table exists.
-struct ProjectExp2 final : Exp2 {
-  float operator()(float x) const override { return numerics::exp2_f32(x); }
-  std::string name() const override { return "numerics::exp2_f32"; }
-};
+inline Exp2 project_exp2() {
+  return [](float x) { return numerics::exp2_f32(x); };
+}
 
 }  // namespace attndev::attention::twins
