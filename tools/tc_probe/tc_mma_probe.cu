@@ -252,19 +252,22 @@ int main(int argc, char** argv) {
   using numerics::mma::Kind;
   for (bool bf16 : {true, false}) {
     const Batch b = make_batch(16, 8, 16, bf16 ? Format::bf16 : Format::fp16, per_generator, seed);
-    Tally t{std::string("mma.sync m16n8k16 ") + (bf16 ? "bf16" : "fp16")};
+    Tally t;
+    t.name = std::string("mma.sync m16n8k16 ") + (bf16 ? "bf16" : "fp16");
     compare(b, run_mma16(b, bf16), arch, Instruction::mma, Kind::f16, t);
     tallies.push_back(t);
   }
   if (cc >= 89) {
     const Batch b = make_batch(16, 8, 32, Format::fp8_e4m3, per_generator, seed + 7);
-    Tally t{"mma.sync m16n8k32 e4m3"};
+    Tally t;
+    t.name = "mma.sync m16n8k32 e4m3";
     compare(b, run_e4m3(b), arch, Instruction::mma, Kind::f8, t);
     tallies.push_back(t);
   }
   if (cc == 90) {
     const Batch b = make_batch(64, 8, 16, Format::bf16, per_generator / 4 + 1, seed + 13);
-    Tally t{"wgmma m64n8k16 bf16"};
+    Tally t;
+    t.name = "wgmma m64n8k16 bf16";
     std::vector<float> d(b.c.size());
     std::string why;
     if (!tc_probe::run_wgmma_bf16(b.a, b.bt, b.c, d, &why)) {

@@ -266,11 +266,14 @@ Exp2Fit fit_exp2_table(const std::vector<std::pair<std::uint64_t, std::uint64_t>
     fit.hypotheses[i].exceptions = count_misses(cands[i], chunks, measured, 1, options.threads);
     fit.hypotheses[i].full_count = true;
   }
-  std::stable_sort(order.begin(), order.begin() + std::min<std::size_t>(3, order.size()),
-                   [&](std::size_t a, std::size_t b) {
-                     const bool fa = cands[a].feasible, fb = cands[b].feasible;
-                     return fa != fb ? fa : size_of(a) < size_of(b);
-                   });
+  // (std::sort with the index as the last key: std::stable_sort instantiates libstdc++ 12's
+  // deprecated get_temporary_buffer, which clang 19 reports.)
+  std::sort(order.begin(), order.begin() + std::min<std::size_t>(3, order.size()),
+            [&](std::size_t a, std::size_t b) {
+              const bool fa = cands[a].feasible, fb = cands[b].feasible;
+              if (fa != fb) return fa;
+              return size_of(a) != size_of(b) ? size_of(a) < size_of(b) : a < b;
+            });
   const std::size_t best = order[0];
   std::vector<Exp2Hypothesis> ranked;
   for (std::size_t i : order) ranked.push_back(fit.hypotheses[i]);
