@@ -134,7 +134,8 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
                     "only; use the emulator");
   if (p.mma != numerics::mma::Arch::none)
     return detail::unsupported(
-        kernel, std::string("the tensor-core model (\"mma\": \"") + numerics::mma::arch_name(p.mma) +
+        kernel, std::string("the tensor-core model (\"mma\": \"") +
+                    numerics::mma::arch_name(p.mma) +
                     "\") runs on the emulator only; the GPU's own tensor cores are what a CUDA "
                     "kernel measures");
   switch (kernel) {

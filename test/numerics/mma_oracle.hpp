@@ -247,8 +247,9 @@ inline double value_of(const Result& r) {
 }
 
 inline Result fused_dot_add(const Params& p, Mode mode, const Spec& sa, const Spec& sb,
-                            const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b,
-                            std::uint64_t c_bits, Out out, int scale_exp = 0) {
+                            const std::vector<std::uint64_t>& a,
+                            const std::vector<std::uint64_t>& b, std::uint64_t c_bits, Out out,
+                            int scale_exp = 0) {
   const Spec& sc = out == Out::fp16 ? kFp16 : kFp32;
   auto operand = [&](const Spec& s, std::uint64_t bits) {
     return decode(s, p.tf32 ? (bits & 0xFFFFE000u) : bits);

@@ -24,7 +24,6 @@ using orc::value_of;
 
 namespace {
 
-
 // The value of a pattern as a double, from the oracle's own decoding (not numerics::decode).
 double value_of(const orc::Spec& s, std::uint64_t bits) {
   const orc::Decoded d = orc::decode(s, bits);
@@ -33,7 +32,6 @@ double value_of(const orc::Spec& s, std::uint64_t bits) {
   const double v = std::ldexp(static_cast<double>(d.m), d.x);
   return d.neg ? -v : v;
 }
-
 
 bool same(double model, const orc::Result& want, orc::Out out) {
   if (want.nan) {
@@ -62,8 +60,8 @@ struct Gen {
     if (!s.has_inf && biased == all_ones && frac == (std::uint64_t{1} << s.fraction_bits) - 1u)
       frac -= 1;  // e4m3's NaN pattern: take the largest finite value instead
     const std::uint64_t sign = allow_neg && (rng() & 1u) ? 1u : 0u;
-    return (sign << (s.storage_bits - 1)) | (static_cast<std::uint64_t>(biased) << s.fraction_bits) |
-           frac;
+    return (sign << (s.storage_bits - 1)) |
+           (static_cast<std::uint64_t>(biased) << s.fraction_bits) | frac;
   }
   std::uint64_t negate(const orc::Spec& s, std::uint64_t bits) {
     return bits ^ (std::uint64_t{1} << (s.storage_bits - 1));
@@ -201,7 +199,8 @@ Tally run_profile(Format fa, Format fb, std::size_t cases, std::uint64_t seed, o
     const int n = g.u(4) == 0 ? static_cast<int>(g.u(P::kBlock + 1)) : P::kBlock;
     Case k = make_case(g, static_cast<int>(g.u(8)), n, sa, sb, sc, P::kFracBits);
     k.out = out;
-    const orc::Result want = orc::fused_dot_add(params, orc::Mode::exact, sa, sb, k.a, k.b, k.c, out);
+    const orc::Result want =
+        orc::fused_dot_add(params, orc::Mode::exact, sa, sb, k.a, k.b, k.c, out);
     a.resize(k.a.size());
     b.resize(k.b.size());
     for (std::size_t j = 0; j < k.a.size(); ++j) {
@@ -219,8 +218,8 @@ Tally run_profile(Format fa, Format fb, std::size_t cases, std::uint64_t seed, o
     }
     ++t.compared;
     if (!ok && t.mismatches++ == 0)
-      t.first = "case " + std::to_string(i) + " (seed " + std::to_string(seed) + "), n = " +
-                std::to_string(n) + ", c bits " + std::to_string(k.c);
+      t.first = "case " + std::to_string(i) + " (seed " + std::to_string(seed) +
+                "), n = " + std::to_string(n) + ", c bits " + std::to_string(k.c);
   }
   return t;
 }
@@ -231,8 +230,8 @@ void check_profile(std::initializer_list<std::pair<Format, Format>> pairs, std::
   const std::size_t per_pair = total / pairs.size();
   std::size_t compared = 0;
   for (const auto& [fa, fb] : pairs) {
-    INFO(std::string(mma::arch_name(P::kArch)) << " " << traits(fa).name << " x "
-                                               << traits(fb).name);
+    INFO(std::string(mma::arch_name(P::kArch))
+         << " " << traits(fa).name << " x " << traits(fb).name);
     const Tally t = run_profile<P>(fa, fb, per_pair, seed++, orc::Mode::exact, true);
     INFO("first mismatch: " << t.first);
     CHECK(t.mismatches == 0);
@@ -290,9 +289,8 @@ TEST_CASE("mma oracle: sm100 tf32 dot-adds equal the big-integer oracle bit for 
 }
 TEST_CASE("mma oracle: sm100 fp8 dot-adds equal the big-integer oracle bit for bit",
           "[mma][oracle]") {
-  check_profile<mma::Sm100F8>({{Format::fp8_e4m3, Format::fp8_e4m3},
-                               {Format::fp8_e5m2, Format::fp8_e5m2}},
-                              900);
+  check_profile<mma::Sm100F8>(
+      {{Format::fp8_e4m3, Format::fp8_e4m3}, {Format::fp8_e5m2, Format::fp8_e5m2}}, 900);
 }
 
 TEST_CASE("mma oracle: sm100 block-scaled mxf8f6f4 adds the scale exponents before alignment",
@@ -315,9 +313,9 @@ TEST_CASE("mma oracle: sm100 block-scaled mxf8f6f4 adds the scale exponents befo
       a[j] = value_of(orc::kE4m3, k.a[j]);
       b[j] = value_of(orc::kE4m3, k.b[j]);
     }
-    const double got = mma::dot_block_scaled<P>(Format::fp8_e4m3, Format::fp8_e4m3, a.data(), 1,
-                                                b.data(), 1, P::kBlock, &scale,
-                                                value_of(orc::kFp32, k.c));
+    const double got =
+        mma::dot_block_scaled<P>(Format::fp8_e4m3, Format::fp8_e4m3, a.data(), 1, b.data(), 1,
+                                 P::kBlock, &scale, value_of(orc::kFp32, k.c));
     if (!same(got, want, orc::Out::fp32)) {
       if (mismatches++ == 0) UNSCOPED_INFO("first mismatch at case " << i << " scale " << scale);
     }
@@ -353,8 +351,8 @@ TEST_CASE("mma oracle: a k-loop is the chain of the profile's dot-adds, D fed ba
       for (int k0 = 0; k0 < k_len; k0 += P::kBlock) {
         const std::vector<std::uint64_t> a_blk(ab.begin() + k0, ab.begin() + k0 + P::kBlock);
         const std::vector<std::uint64_t> b_blk(bb.begin() + k0, bb.begin() + k0 + P::kBlock);
-        const orc::Result r =
-            orc::fused_dot_add(params, orc::Mode::exact, s, s, a_blk, b_blk, c_bits, orc::Out::fp32);
+        const orc::Result r = orc::fused_dot_add(params, orc::Mode::exact, s, s, a_blk, b_blk,
+                                                 c_bits, orc::Out::fp32);
         const float d = static_cast<float>(value_of(r));
         std::uint32_t bits;
         std::memcpy(&bits, &d, 4);

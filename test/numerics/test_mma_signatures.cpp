@@ -42,8 +42,6 @@ enum class Impl : std::uint8_t {
   block_8,        // sm_90's k16 as two blocks of 8
 };
 
-
-
 // A wrong variant's chain of dot-adds (the oracle in a wrong mode), blocks of `block`.
 template <class P>
 double wrong_dot(Impl impl, Format fa, Format fb, const std::vector<double>& a,
@@ -91,7 +89,8 @@ double wrong_dot(Impl impl, Format fa, Format fb, const std::vector<double>& a,
       ab.push_back(bits(fa, a[i]));
       bb.push_back(bits(fb, b[i]));
     }
-    c = value_of(orc::fused_dot_add(params, mode, spec_of(fa), spec_of(fb), ab, bb, bits(fc, c), o));
+    c = value_of(
+        orc::fused_dot_add(params, mode, spec_of(fa), spec_of(fb), ab, bb, bits(fc, c), o));
     if (k == 0) break;
   }
   return c;
@@ -101,8 +100,8 @@ template <class P>
 double run(Impl impl, Format fa, Format fb, const std::vector<double>& a,
            const std::vector<double>& b, double c, mma::Output out = mma::Output::fp32) {
   if (impl == Impl::model)
-    return mma::dot<P>(mma::operands(fa, fb), a.data(), 1, b.data(), 1,
-                       static_cast<int>(a.size()), c, out);
+    return mma::dot<P>(mma::operands(fa, fb), a.data(), 1, b.data(), 1, static_cast<int>(a.size()),
+                       c, out);
   return wrong_dot<P>(impl, fa, fb, a, b, c, out);
 }
 
@@ -202,7 +201,8 @@ bool sage_probe(Impl impl, int count) {
   std::mt19937 rng(7);
   const std::vector<double> zeros(static_cast<std::size_t>(P::kInstructionK), 0.0);
   for (int i = 0; i < count; ++i) {
-    const std::uint32_t bits = ((rng() % 200 + 20) << 23) | (rng() & 0x7FFFFFu) | (rng() & 1u) << 31;
+    const std::uint32_t bits =
+        ((rng() % 200 + 20) << 23) | (rng() & 0x7FFFFFu) | (rng() & 1u) << 31;
     const double d = run<P>(impl, Format::fp8_e4m3, Format::fp8_e4m3, zeros, zeros,
                             static_cast<double>(float_from_bits(bits)));
     if (bits_of(static_cast<float>(d)) != (bits & ~0x3FFu)) return false;
@@ -291,9 +291,8 @@ TEST_CASE("mma signature: k16 is two k8 halves on sm80 and sm89, one block on sm
   CHECK(k16_split_probe<mma::Sm90F16>(Impl::block_8) == kept);
   // sm89 runs its 16-bit mma as sm80 does (the chooser's profile).
   bool sm89_is_sm80 = false;
-  mma::with_profile(mma::Arch::sm89, mma::Instruction::mma, mma::Kind::f16, [&](auto p) {
-    sm89_is_sm80 = std::is_same_v<decltype(p), mma::Sm80F16>;
-  });
+  mma::with_profile(mma::Arch::sm89, mma::Instruction::mma, mma::Kind::f16,
+                    [&](auto p) { sm89_is_sm80 = std::is_same_v<decltype(p), mma::Sm80F16>; });
   CHECK(sm89_is_sm80);
 }
 
@@ -395,11 +394,11 @@ TEST_CASE("mma profiles carry the published parameters", "[mma][signature]") {
   using I = mma::Instruction;
   using K = mma::Kind;
   const Row rows[] = {
-      {A::sm80, I::mma, K::f16, 8, 24, false},      {A::sm80, I::mma, K::tf32, 4, 24, false},
-      {A::sm89, I::mma, K::f16, 8, 24, false},      {A::sm89, I::mma, K::tf32, 4, 24, false},
-      {A::sm89, I::mma, K::f8, 16, 13, true},       {A::sm90, I::mma, K::f16, 16, 25, false},
-      {A::sm90, I::wgmma, K::f16, 16, 25, false},   {A::sm90, I::wgmma, K::tf32, 8, 25, false},
-      {A::sm90, I::wgmma, K::f8, 32, 13, true},     {A::sm90, I::mma, K::f8, 32, 13, true},
+      {A::sm80, I::mma, K::f16, 8, 24, false},       {A::sm80, I::mma, K::tf32, 4, 24, false},
+      {A::sm89, I::mma, K::f16, 8, 24, false},       {A::sm89, I::mma, K::tf32, 4, 24, false},
+      {A::sm89, I::mma, K::f8, 16, 13, true},        {A::sm90, I::mma, K::f16, 16, 25, false},
+      {A::sm90, I::wgmma, K::f16, 16, 25, false},    {A::sm90, I::wgmma, K::tf32, 8, 25, false},
+      {A::sm90, I::wgmma, K::f8, 32, 13, true},      {A::sm90, I::mma, K::f8, 32, 13, true},
       {A::sm100, I::tcgen05, K::f16, 16, 25, false}, {A::sm100, I::tcgen05, K::tf32, 8, 25, false},
       {A::sm100, I::tcgen05, K::f8, 32, 25, false},  {A::sm100, I::tcgen05, K::mxf8, 32, 25, false},
   };
