@@ -86,7 +86,8 @@ TEST_CASE("a policy with \"mma\" runs the profile on the generic path, and nothi
   numerics::PrecisionPolicy sm80 = fma, sm90 = fma;
   sm80.mma = mma::Arch::sm80;
   sm90.mma = mma::Arch::sm90;
-  CHECK(std::string(attention::kernel_path(attention::Algorithm::flash2, sm90, opt)) == "generic");
+  CHECK(std::string(attention::kernel_path(attention::Algorithm::flash2, sm90, opt)) == "fast-f32");
+  CHECK(std::string(attention::kernel_path(attention::Algorithm::flash1, sm90, opt)) == "generic");
   for (attention::Algorithm alg : attention::kAllAlgorithms) {
     INFO(attention::algorithm_name(alg));
     const auto o_fma = attention::run(alg, fma, in, opt).o.data;
@@ -98,6 +99,51 @@ TEST_CASE("a policy with \"mma\" runs the profile on the generic path, and nothi
     numerics::PrecisionPolicy sm89 = fma;
     sm89.mma = mma::Arch::sm89;
     CHECK(attention::run(alg, sm89, in, opt).o.data == o80);
+  }
+}
+
+TEST_CASE("flash2's fast path on a tensor-core profile equals the generic path bit for bit",
+          "[tc_gemm][mma]") {
+  // Every profile of 16-bit, fp8 and tf32 operands; odd shapes (tails of the 16-lane groups and
+  // of the k blocks); and inputs with huge values whose scores overflow to inf and NaN (the
+  // lanes the fast form hands back to the scalar model).
+  struct Run {
+    const char* base;
+    mma::Arch arch;
+    double huge;
+  };
+  const Run runs[] = {
+      {"kernel-bf16", mma::Arch::sm80, 0},    {"kernel-fp16", mma::Arch::sm90, 0},
+      {"kernel-bf16", mma::Arch::sm100, 0},   {"fp8-e4m3", mma::Arch::sm89, 0},
+      {"fp8-e4m3", mma::Arch::sm90, 0},       {"fp8-e4m3", mma::Arch::sm100, 0},
+      {"fp32", mma::Arch::sm80, 0},           {"fp32", mma::Arch::sm90, 0},
+      {"kernel-bf16", mma::Arch::sm90, 1e30}, {"kernel-fp16", mma::Arch::sm80, 3e4}};
+  for (const Run& run : runs) {
+    numerics::PrecisionPolicy policy = numerics::find_preset(run.base)->policy;
+    policy.mma = run.arch;
+    INFO(run.base << " on " << mma::arch_name(run.arch) << " huge " << run.huge);
+    attention::Inputs in = random_inputs(45, 83, 40, 21);
+    if (run.huge != 0) {
+      in.q.data[5] = run.huge;
+      in.k.data[45] = -run.huge;  // key 1, the same column: its score overflows
+      in.v.data[3] = run.huge;
+    }
+    for (bool causal : {false, true}) {
+      attention::Options fast, generic;
+      fast.causal = generic.causal = causal;
+      fast.block_c = generic.block_c = 48;
+      generic.path = attention::Options::Path::generic;
+      REQUIRE(std::string(attention::kernel_path(attention::Algorithm::flash2, policy, fast)) ==
+              "fast-f32");
+      const attention::Output f = attention::run(attention::Algorithm::flash2, policy, in, fast);
+      const attention::Output g = attention::run(attention::Algorithm::flash2, policy, in, generic);
+      std::size_t differ = 0;
+      for (std::size_t e = 0; e < f.o.data.size(); ++e)
+        differ += numerics::bits_of(f.o.data[e]) != numerics::bits_of(g.o.data[e]);
+      CHECK(differ == 0);
+      for (std::size_t i = 0; i < f.lse.size(); ++i)
+        CHECK(numerics::bits_of(f.lse[i]) == numerics::bits_of(g.lse[i]));
+    }
   }
 }
 
