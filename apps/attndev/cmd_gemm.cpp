@@ -144,11 +144,11 @@ void run_gemm(const GemmArgs& a) {
       a.promote_every
           ? (", partial sums of " + std::to_string(a.promote_every) + " added in fp32").c_str()
           : "");
-  std::printf("%-34s %14s %14s\n", "error", "max rel", "max|diff|/max|ref|");
-  std::printf("%-34s %14.4e %14.4e\n", "tensor cores vs fp64 accumulation", e_tc.max_rel,
+  std::printf("%-34s %12s %18s\n", "error", "max rel", "max|diff|/max|ref|");
+  std::printf("%-34s %12.4e %18.4e\n", "tensor cores vs fp64 accumulation", e_tc.max_rel,
               e_tc.normwise);
-  std::printf("%-34s %14.4e %14.4e\n", "fp32 FMA chain vs fp64", e_fp32.max_rel, e_fp32.normwise);
-  std::printf("%-34s %14.4e %14.4e\n", "tensor cores vs fp32 FMA chain", e_vs.max_rel,
+  std::printf("%-34s %12.4e %18.4e\n", "fp32 FMA chain vs fp64", e_fp32.max_rel, e_fp32.normwise);
+  std::printf("%-34s %12.4e %18.4e\n", "tensor cores vs fp32 FMA chain", e_vs.max_rel,
               e_vs.normwise);
 }
 
