@@ -137,7 +137,8 @@ CASES = [("sm80", "fp16", "fp32"), ("sm80", "bf16", "fp32"), ("sm80", "tf32", "f
 @pytest.mark.parametrize("arch,fmt,out", CASES)
 def test_mma_equals_the_published_rule(arch, fmt, out):
     rng = np.random.default_rng(zlib.crc32(f"held-back {arch} {fmt} {out}".encode()))
-    spread = {"e4m3": 5, "e5m2": 8}.get(fmt, 12)
+    # An fp16 D overflows past 65504: small operands keep up to 100 products below it.
+    spread = 3 if out == "fp16" else {"e4m3": 5, "e5m2": 8}.get(fmt, 12)
     for trial in range(3):
         m, k, n = 3, int(rng.integers(1, 100)), 2
         a = random_values(rng, fmt, (m, k), spread)
@@ -204,13 +205,15 @@ def test_mma_refuses_bad_shapes_and_values():
 
 
 def test_the_flash2_tc_twin_through_attention():
+    # fp16: about 2% of O's elements differ between the sm80 and sm90 sums at N = 256 (bf16's
+    # coarser O hides most of them; docs/numerics.md, Tensor cores).
     rng = np.random.default_rng(11)
-    q, k, v = (rng.standard_normal((96, 64)) for _ in range(3))
-    tc80 = attndev.attention(q, k, v, algo="flash2-tc-twin", policy={"base": "kernel-bf16", "mma": "sm80"})
-    tc90 = attndev.attention(q, k, v, algo="flash2-tc-twin", policy={"base": "kernel-bf16", "mma": "sm90"})
+    q, k, v = (rng.standard_normal((256, 64)) for _ in range(3))
+    tc80 = attndev.attention(q, k, v, algo="flash2-tc-twin", policy={"base": "kernel-fp16", "mma": "sm80"})
+    tc90 = attndev.attention(q, k, v, algo="flash2-tc-twin", policy={"base": "kernel-fp16", "mma": "sm90"})
     assert tc80.shape == q.shape and not np.array_equal(tc80, tc90)
-    g = attndev.golden(q, k, v, policy="kernel-bf16")
-    assert attndev.deviation(tc90, g, policy="kernel-bf16")["max_abs"] < 0.05
+    g = attndev.golden(q, k, v, policy="kernel-fp16")
+    assert attndev.deviation(tc90, g, policy="kernel-fp16")["max_abs"] < 0.01
     with pytest.raises(RuntimeError, match="head_dim 48 not instantiated in flash2-tc"):
         attndev.attention(q[:, :48], k[:, :48], v[:, :48], algo="flash2-tc-twin",
                           policy={"base": "kernel-bf16", "mma": "sm90"})
