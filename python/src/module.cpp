@@ -41,6 +41,7 @@
 #include "metrics/deviation.hpp"
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
+#include "mma.hpp"
 
 namespace nb = nanobind;
 
@@ -394,4 +395,5 @@ NB_MODULE(_core, m) {
   m.def("presets", &presets_list);
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
+  register_mma(m);
 }
