@@ -41,7 +41,9 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
 // The sum of x[0..n) as a SIMD loop computes it (n a multiple of `lanes`, at most 16 lanes):
 // `lanes` running sums from 0, x[j] added to sum j % lanes in increasing j, then the lanes reduced
 // by halves, lane i + half added to lane i (AVX2's vec_reduce_all for 8 lanes: a 128-bit permute,
-// then 64- and 32-bit shuffles, each followed by an add), so for 8 lanes
+// then 64- and 32-bit shuffles, each followed by an add; AVX-512's for 16: 256- and 128-bit
+// shuffles first, lane i meeting lane i ^ 8, then i ^ 4, which for lane 0's chain is i + half),
+// so for 8 lanes
 //   ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
 // Every addition in where's compute format; 0 for n == 0.
 template <class A, class W>
@@ -72,7 +74,8 @@ ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename
 //   (the caller: acc = alpha * acc + P V, the block's P V stored first)
 // and at the end O = acc / l.
 // The vector form (`lanes` > 0: PyTorch's CPU flash kernel, numerics::SoftmaxForm::
-// torch_cpu_avx2; scores already scaled, the kernel model, nothing stored between ops):
+// torch_cpu_avx2 with 8 lanes or torch_cpu_avx512 with 16; scores already scaled, the kernel
+// model, nothing stored between ops):
 //   rescale     m_new = max(m, block max); alpha = exp(m - m_new)            (no l *= alpha)
 //   probs       p_j = exp_u20(s_j - m_new) (fexp_u20 when `fast_exp`: P stored in bf16/fp16) for
 //               the first `vector_count` keys of the block (its full groups of `lanes`),
