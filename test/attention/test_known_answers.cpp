@@ -296,6 +296,29 @@ TEST_CASE("lane_sum adds in 16 lanes reduced by halves (AVX-512's vec_reduce_all
   CHECK(rows::sum_into(a, stats, 0.0, x, 32) == 44.0);
 }
 
+// With P in bf16/fp16 the kernel sums in two registers (a VectorizedN<float, 2>, as wide as one
+// vector of the 16-bit type): keys in groups of 2 x 8 on AVX2, a last vector of 8 past the last
+// group in a tail register, then register 0 + tail, + register 1, then halves. Over 24 keys
+// (one group and a tail vector) that gives 31 where one register gives 33 (the exact and the
+// sequential sums are 33 too); over 32 keys (two groups, no tail) 2 x 8 lanes equal 16 lanes of
+// one register, 40, and differ from 8 lanes of one, 44 (the 32 values of the test above).
+TEST_CASE("lane_sum with two registers: groups of two vectors, a tail vector, then halves",
+          "[attention][known][torch]") {
+  namespace rows = attndev::attention::rows;
+  const rows::PolicyArith a{attndev::numerics::find_preset("torch-cpu-flash-fp16")->policy};
+  constexpr double B = 16777216.0;  // 2^24
+  const double x24[24] = {B, 1,  2, 2, B, 3, 3, 2,  1, 1, 1,  2,
+                          1, -B, 1, 2, 2, B, 2, -B, 3, 3, -B, 1};
+  const double x32[32] = {2, 1, 1, 3, 1, 1, 3, -B, 2, B, 1, 2,  3, 3, 2, -B,
+                          1, 2, B, B, 2, 3, B, -B, 1, 2, 1, -B, 1, 1, 3, 3};
+  const rows::Held stats{attndev::numerics::Stage::stats};
+  CHECK(rows::lane_sum(a, stats, x24, 24, 8, 2) == 31.0);
+  CHECK(rows::lane_sum(a, stats, x24, 24, 8, 1) == 33.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 8, 2) == 40.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 16, 1) == 40.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 8, 1) == 44.0);
+}
+
 // Which keys get the scalar exp depends on the build's lanes: one query row, 24 keys in one K/V
 // block, scale 1, scores (0, -1000 x 19, -1, -1000 x 3), V = e_0 for key 0 and e_1 for key 20.
 // With fp32 P and O (a custom policy: the kernel's fp32 instantiation, exp_u20 in the lanes) the

@@ -93,6 +93,8 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     // it stays fp32 (its fp32 instantiation).
     w.softmax[r].fast_exp = vector_form && (p.policy.prob == numerics::Format::bf16 ||
                                             p.policy.prob == numerics::Format::fp16);
+    // With P in a 16-bit format the kernel sums in two registers (a VectorizedN<float, 2>).
+    w.softmax[r].registers = w.softmax[r].fast_exp ? 2 : 1;
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }
