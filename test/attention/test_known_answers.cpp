@@ -319,6 +319,50 @@ TEST_CASE("lane_sum with two registers: groups of two vectors, a tail vector, th
   CHECK(rows::lane_sum(a, stats, x32, 32, 8, 1) == 44.0);
 }
 
+// The row sum's order against PyTorch's own logsumexp (scripts/torch_cpu_probes.py's "sum" probe,
+// PyTorch 2.15.0, one row each): one query row q = e_0, keys k_j = x_j e_0 in fp16, scale 1, so
+// the scores are x (row max 0, key 0) and every key is a vector lane (24 = 3 x 8 keys on AVX2,
+// 48 = 3 x 16 on AVX-512): p_j = fexp_u20(x_j), l their fp32 sum in the kernel's order and
+// lse = m + log(l) = log(l). PyTorch returned lse = logf(l) below (neither value within a third of
+// an ulp of a tie, so the correctly rounded log of the twin's l must equal it). One register
+// instead of two gives l = 0x1.7b033ap+0 (AVX2) and 0x1.f4565p+0 (AVX-512), whose logs are other
+// floats.
+TEST_CASE("the vector form's row sum reproduces PyTorch's logsumexp on crafted rows",
+          "[attention][known][torch]") {
+  struct Row {
+    const char* preset;
+    std::vector<double> x;
+    float torch_lse;
+  };
+  const Row rows[] = {
+      {"torch-cpu-flash-fp16",
+       {0,  -2,  -5,  -5,  -10, -5,  -10, -2, -5, -5, -5, -10,
+        -5, -10, -10, -10, -10, -10, -5,  -5, -5, -5, -2, -10},
+       0x1.91cf3cp-2f},
+      {"torch-cpu-flash-avx512-fp16",
+       {0,   -10, -10, -10, -5,  -5, -10, -2,  -10, -10, -5,  -5, -5,  -5,  -5,  -5,
+        -10, -10, -10, -10, -10, -5, -5,  -10, -2,  -2,  -5,  -5, -10, -10, -5,  -5,
+        -5,  -2,  -5,  -10, -5,  -5, -2,  -10, -5,  -5,  -10, -5, -10, -10, -10, -2},
+       0x1.5717f4p-1f},
+  };
+  for (const Row& row : rows) {
+    const int n = static_cast<int>(row.x.size());
+    Inputs in;
+    in.q = Tensor(1, 1, 1, 2);
+    in.k = Tensor(1, 1, n, 2);
+    in.v = Tensor(1, 1, n, 2);
+    in.q.data = {1.0, 0.0};
+    for (int j = 0; j < n; ++j) in.k.at(0, 0, j, 0) = row.x[static_cast<std::size_t>(j)];
+    Options opt;
+    opt.scale = 1.0;
+    opt.block_r = 1;
+    opt.block_c = 512;
+    INFO(row.preset << ", " << n << " keys");
+    const Output r = run(Algorithm::flash2, nx::find_preset(row.preset)->policy, in, opt);
+    CHECK(static_cast<float>(r.lse[0]) == row.torch_lse);
+  }
+}
+
 // Which keys get the scalar exp depends on the build's lanes: one query row, 24 keys in one K/V
 // block, scale 1, scores (0, -1000 x 19, -1, -1000 x 3), V = e_0 for key 0 and e_1 for key 20.
 // With fp32 P and O (a custom policy: the kernel's fp32 instantiation, exp_u20 in the lanes) the
