@@ -16,7 +16,7 @@ tail   Which keys get the scalar exp. fp32, 24 keys, x = (0, -1000 x 19, -1, -10
 sum    The order of the row sum where P is stored in fp16. Rows of n keys (n a multiple of the
        build's lanes, so every key is a vector lane and p_j = fexp_u20(x_j)), x_0 = 0 and the other
        x_j drawn from {-2, -5, -10}, whose fexp_u20 values are known (test/numerics/test_math.cpp);
-       the kernel's fp32 logsumexp, m + logf(l) = logf(l) with l near 1, shows l to the last bit.
+       the kernel's fp32 logsumexp, m + logf(l) = logf(l), shows l to about its last bit.
        Each candidate order of the fp32 additions gives an l; the table counts the rows whose lse
        is the correctly rounded log of that l (glibc's logf can differ from it when log(l) lies
        within a hair of a midpoint between floats: such a row matches no candidate). Candidates,
