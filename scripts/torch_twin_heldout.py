@@ -25,8 +25,8 @@ DIR build/heldout-twin), and asks
 bit-identical elements and the largest difference in ulps of the output format. Prints one
 markdown table per capability (docs/validation.md quotes them). Needs torch and numpy
 (scripts/validate-torch.sh creates build/venv-torch) and a built attndev (default
-build/release/apps/attndev/attndev). The whole run (both capabilities) takes about 15 minutes on
-a 2-core machine; --max-n 2048 leaves the long sequences out.
+build/release/apps/attndev/attndev). The whole run (both capabilities) took 72 minutes of wall
+time on a shared 2-core machine (10 minutes of CPU); --max-n 2048 leaves the long sequences out.
 """
 import argparse
 import json
