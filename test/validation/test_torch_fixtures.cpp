@@ -7,9 +7,12 @@
 // Two emulations run on every fixture, both flash2 with Bc = the kernel's K/V split (512, capped
 // at N_kv) and Br = its q split (32 for N_q < 192, else 64; in FA-2 rows are independent, so Br
 // changes nothing, but it is the kernel's):
-//   torch-cpu-flash-*  the bit-level twin (numerics::SoftmaxForm::torch_cpu_avx2: fexp_u20 in 8
-//                      lanes, lane-wise row sums, scaled scores, P V in MKL's k-pieces;
-//                      docs/numerics.md). It reproduces every element of every fixture, so the
+//   torch-cpu-flash-*  the bit-level twins, one per PyTorch CPU build (numerics::SoftmaxForm::
+//                      torch_cpu_avx2 / torch_cpu_avx512 on the *_avx512 files: fexp_u20 in 8 or
+//                      16 lanes, the row sum in two registers of lanes, scaled scores, P V in
+//                      MKL's k-pieces; docs/numerics.md). Each reproduces every element of its
+//                      build's fixtures (the AVX2 twin leaves 0.8-1.2% of the AVX-512 files
+//                      different, so the build matters here). It reproduces every element, so the
 //                      assertion is all of them identical: a change of any modelled step (the
 //                      lane order, the exp, the pieces, the scale placement) breaks some element.
 //                      docs/validation.md has held-out shapes (scripts/torch_twin_heldout.py):
