@@ -54,7 +54,7 @@ void flash2_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, con
   std::vector<double> s(rows * p.block_c);  // (Br, Bc)
   std::vector<double> acc(rows * d);        // (Br, d)
   const bool block_local = Dequant::kBlockLocalPv || p.policy.model == numerics::Model::framework ||
-                           p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
+                           numerics::torch_cpu_lanes(p.policy.softmax) > 0;
   std::vector<double> pv(block_local ? rows * d : 0);
   std::vector<int> chunk_count(rows);
   const rows::Flash2Work<A> work{softmax.data(), count.data(),      s.data(),

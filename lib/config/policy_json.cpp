@@ -161,10 +161,13 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
         policy.softmax = numerics::SoftmaxForm::fa2;
       } else if (f == numerics::softmax_form_name(numerics::SoftmaxForm::torch_cpu_avx2)) {
         policy.softmax = numerics::SoftmaxForm::torch_cpu_avx2;
+      } else if (f == numerics::softmax_form_name(numerics::SoftmaxForm::torch_cpu_avx512)) {
+        policy.softmax = numerics::SoftmaxForm::torch_cpu_avx512;
       } else {
         error =
-            "\"softmax\": must be \"fa2\" (FA-2's exp2 form) or \"torch-cpu-avx2\" (PyTorch's "
-            "CPU flash kernel: exp_u20 over 8 lanes, lane-wise row sums), got " +
+            "\"softmax\": must be \"fa2\" (FA-2's exp2 form), \"torch-cpu-avx2\" or "
+            "\"torch-cpu-avx512\" (PyTorch's CPU flash kernel built for AVX2 or AVX-512: "
+            "exp_u20 over 8 or 16 lanes, lane-wise row sums), got " +
             v.dump();
         return false;
       }

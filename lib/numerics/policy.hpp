@@ -61,24 +61,37 @@ inline constexpr const char* model_name(Model m) {
 }
 
 // How a flash kernel evaluates its online softmax (kernel model; flash2 only, generic path only):
-//   fa2             FA-2's CUDA form: raw scores, exp2 with scale * log2(e) folded into one
-//                   FFMA, the row sum added element by element, O += P V term by term.
-//   torch_cpu_avx2  PyTorch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp)
-//                   as built for AVX2 (Vectorized<float> of 8 lanes): scores multiplied by the
-//                   scale before the max; p = exp(s - m) with the vectorized fexp_u20 when P is
-//                   stored in bf16/fp16 (exp_u20 otherwise; numerics/math.hpp) on each full group
-//                   of 8 keys of the K/V block and the scalar exp on the block's tail; the block's
-//                   row sum in 8 lanes, reduced as vec_reduce_all does ((l0+l4)+(l2+l6)) +
-//                   ((l1+l5)+(l3+l7)), then the tail added in order; l = block_sum + exp(m_old -
-//                   m_new) * l; the block's P V formed apart (a gemm with beta = 1) and added to O
-//                   * exp(m_old - m_new).
+//   fa2               FA-2's CUDA form: raw scores, exp2 with scale * log2(e) folded into one
+//                     FFMA, the row sum added element by element, O += P V term by term.
+//   torch_cpu_avx2    PyTorch's CPU flash kernel (aten/src/ATen/native/cpu/
+//                     FlashAttentionKernel.cpp) as built for AVX2 (Vectorized<float> of 8
+//                     lanes): scores multiplied by the scale before the max; p = exp(s - m) with
+//                     the vectorized fexp_u20 when P is stored in bf16/fp16 (exp_u20 otherwise;
+//                     numerics/math.hpp) on each full group of 8 keys of the K/V block and the
+//                     scalar exp on the block's tail; the block's row sum in 8 lanes, reduced as
+//                     vec_reduce_all does, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
+//                     tail added in order; l = block_sum +
+//                     exp(m_old - m_new) * l; the block's P V formed apart (a gemm with beta = 1)
+//                     and added to O * exp(m_old - m_new).
+//   torch_cpu_avx512  the same kernel as built for AVX-512 (16 lanes): the same steps with groups
+//                     of 16 keys (so a block's scalar tail is its width mod 16) and the 16 lane
+//                     sums reduced by halves (lane i + 8, + 4, + 2, + 1: vec_reduce_all's shuffles
+//                     in aten/src/ATen/cpu/vec/functional_base.h). Its fexp_u20 / exp_u20 are the
+//                     AVX2 op sequences in 512-bit registers (vec512_float.h), lane for lane the
+//                     same values. PyTorch runs it wherever the CPU has AVX-512 unless
+//                     ATEN_CPU_CAPABILITY says otherwise.
 // docs/numerics.md, "PyTorch's CPU flash kernel", has the sources of each step.
-enum class SoftmaxForm : std::uint8_t { fa2, torch_cpu_avx2 };
+enum class SoftmaxForm : std::uint8_t { fa2, torch_cpu_avx2, torch_cpu_avx512 };
 
-inline constexpr int kTorchCpuLanes = 8;  // Vectorized<float>::size() on AVX2
+// Vectorized<float>::size() of each vector form's build; 0 for FA-2's form (no lanes).
+inline constexpr int torch_cpu_lanes(SoftmaxForm f) {
+  return f == SoftmaxForm::torch_cpu_avx2 ? 8 : f == SoftmaxForm::torch_cpu_avx512 ? 16 : 0;
+}
 
 inline constexpr const char* softmax_form_name(SoftmaxForm f) {
-  return f == SoftmaxForm::torch_cpu_avx2 ? "torch-cpu-avx2" : "fa2";
+  return f == SoftmaxForm::torch_cpu_avx2     ? "torch-cpu-avx2"
+         : f == SoftmaxForm::torch_cpu_avx512 ? "torch-cpu-avx512"
+                                              : "fa2";
 }
 
 struct PrecisionPolicy {
@@ -155,11 +168,12 @@ constexpr PrecisionPolicy kernel_policy(Format f) {
   return {f, Format::fp32, Format::fp32,       Format::fp32, f, Format::fp32,
           f, true,         Overflow::saturate, Model::kernel};
 }
-// PyTorch's CPU flash kernel (AVX2 build): kernel_policy's formats (fp32 scores, statistics and
-// gemm outputs, P cast to f before P V, O rounded once) with its softmax form.
-constexpr PrecisionPolicy torch_cpu_flash_policy(Format f) {
+// PyTorch's CPU flash kernel (the AVX2 or the AVX-512 build: `form`): kernel_policy's formats
+// (fp32 scores, statistics and gemm outputs, P cast to f before P V, O rounded once) with its
+// softmax form.
+constexpr PrecisionPolicy torch_cpu_flash_policy(Format f, SoftmaxForm form) {
   PrecisionPolicy p = kernel_policy(f);
-  p.softmax = SoftmaxForm::torch_cpu_avx2;
+  p.softmax = form;
   return p;
 }
 // Every stage but the two matmul accumulators in the working format under the kernel model:
@@ -192,11 +206,19 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
     {"torch-cpu-flash-bf16",
      "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), bf16: kernel-bf16 with "
      "scaled scores, fexp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
-     detail::torch_cpu_flash_policy(Format::bf16)},
+     detail::torch_cpu_flash_policy(Format::bf16, SoftmaxForm::torch_cpu_avx2)},
     {"torch-cpu-flash-fp16",
      "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX2 build), fp16: kernel-fp16 with "
      "scaled scores, fexp_u20 over 8 lanes, lane-wise row sums, P V added per K/V block",
-     detail::torch_cpu_flash_policy(Format::fp16)},
+     detail::torch_cpu_flash_policy(Format::fp16, SoftmaxForm::torch_cpu_avx2)},
+    {"torch-cpu-flash-avx512-bf16",
+     "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX-512 build: PyTorch's default on "
+     "a CPU with AVX-512), bf16: torch-cpu-flash-bf16 with 16 lanes",
+     detail::torch_cpu_flash_policy(Format::bf16, SoftmaxForm::torch_cpu_avx512)},
+    {"torch-cpu-flash-avx512-fp16",
+     "PyTorch's CPU flash kernel (SDPBackend.FLASH_ATTENTION, AVX-512 build: PyTorch's default on "
+     "a CPU with AVX-512), fp16: torch-cpu-flash-fp16 with 16 lanes",
+     detail::torch_cpu_flash_policy(Format::fp16, SoftmaxForm::torch_cpu_avx512)},
     {"framework-bf16",
      "FA-1 / FA-2 loop (and explicit baseline) written with bf16 PyTorch tensors, as Golden et "
      "al.'s re-implementation: each op computes in fp32, its output stored in bf16",

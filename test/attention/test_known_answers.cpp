@@ -1,8 +1,10 @@
 // Known answers: results worked out by hand, inputs whose result is exact under every policy,
 // masking conventions, and argument validation.
 #include <cmath>
+#include <ios>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "attention/detail.hpp"
 #include "attention/rows/softmax.hpp"
@@ -275,4 +277,132 @@ TEST_CASE("lane_sum adds in 8 lanes reduced by halves (vec_reduce_all's order)",
   CHECK(rows::lane_sum(a, stats, x, 0, 8) == 0.0);
   // One lane is the sequential sum.
   CHECK(rows::lane_sum(a, stats, x, 16, 1) == 23.0);
+}
+
+// The AVX-512 build's row sum: 16 lanes, key j into lane j % 16, reduced by halves (lane i meets
+// lane i ^ 8, ^ 4, ^ 2, ^ 1: vec_reduce_all's shuffles, which on lane 0's chain is i + half). Over
+// 32 keys the lanes hold two keys each where the AVX2 build's 8 lanes hold four, so the orders
+// differ: 16 lanes by halves 40, 8 lanes by halves 44, 16 lanes reduced in order 43, one running
+// sum 44 (the exact sum is 45; worked out in float32 arithmetic).
+TEST_CASE("lane_sum adds in 16 lanes reduced by halves (AVX-512's vec_reduce_all)",
+          "[attention][known][torch]") {
+  namespace rows = attndev::attention::rows;
+  const rows::PolicyArith a{attndev::numerics::find_preset("torch-cpu-flash-avx512-bf16")->policy};
+  constexpr double B = 16777216.0;  // 2^24
+  const double x[32] = {2, 1, 1, 3, 1, 1, 3, -B, 2, B, 1, 2,  3, 3, 2, -B,
+                        1, 2, B, B, 2, 3, B, -B, 1, 2, 1, -B, 1, 1, 3, 3};
+  const rows::Held stats{attndev::numerics::Stage::stats};
+  CHECK(rows::lane_sum(a, stats, x, 32, 16) == 40.0);
+  CHECK(rows::lane_sum(a, stats, x, 32, 8) == 44.0);
+  CHECK(rows::sum_into(a, stats, 0.0, x, 32) == 44.0);
+}
+
+// With P in bf16/fp16 the kernel sums in two registers (a VectorizedN<float, 2>, as wide as one
+// vector of the 16-bit type): keys in groups of 2 x 8 on AVX2, a last vector of 8 past the last
+// group in a tail register, then register 0 + tail, + register 1, then halves. Over 24 keys
+// (one group and a tail vector) that gives 31 where one register gives 33 (the exact and the
+// sequential sums are 33 too); over 32 keys (two groups, no tail) 2 x 8 lanes equal 16 lanes of
+// one register, 40, and differ from 8 lanes of one, 44 (the 32 values of the test above).
+TEST_CASE("lane_sum with two registers: groups of two vectors, a tail vector, then halves",
+          "[attention][known][torch]") {
+  namespace rows = attndev::attention::rows;
+  const rows::PolicyArith a{attndev::numerics::find_preset("torch-cpu-flash-fp16")->policy};
+  constexpr double B = 16777216.0;  // 2^24
+  const double x24[24] = {B, 1,  2, 2, B, 3, 3, 2,  1, 1, 1,  2,
+                          1, -B, 1, 2, 2, B, 2, -B, 3, 3, -B, 1};
+  const double x32[32] = {2, 1, 1, 3, 1, 1, 3, -B, 2, B, 1, 2,  3, 3, 2, -B,
+                          1, 2, B, B, 2, 3, B, -B, 1, 2, 1, -B, 1, 1, 3, 3};
+  const rows::Held stats{attndev::numerics::Stage::stats};
+  CHECK(rows::lane_sum(a, stats, x24, 24, 8, 2) == 31.0);
+  CHECK(rows::lane_sum(a, stats, x24, 24, 8, 1) == 33.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 8, 2) == 40.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 16, 1) == 40.0);
+  CHECK(rows::lane_sum(a, stats, x32, 32, 8, 1) == 44.0);
+}
+
+// The row sum's order against PyTorch's own logsumexp (scripts/torch_cpu_probes.py's "sum" probe,
+// PyTorch 2.15.0, one row each): one query row q = e_0, keys k_j = x_j e_0 in fp16, scale 1, so
+// the scores are x (row max 0, key 0) and every key is a vector lane (24 = 3 x 8 keys on AVX2,
+// 48 = 3 x 16 on AVX-512): p_j = fexp_u20(x_j), l their fp32 sum in the kernel's order and
+// lse = m + log(l) = log(l). PyTorch returned lse = logf(l) below (neither value within a third of
+// an ulp of a tie, so the correctly rounded log of the twin's l must equal it). One register
+// instead of two gives l = 0x1.7b033ap+0 (AVX2) and 0x1.f4565p+0 (AVX-512), whose logs are other
+// floats.
+TEST_CASE("the vector form's row sum reproduces PyTorch's logsumexp on crafted rows",
+          "[attention][known][torch]") {
+  struct Row {
+    const char* preset;
+    std::vector<double> x;
+    float torch_lse;
+  };
+  const Row rows[] = {
+      {"torch-cpu-flash-fp16",
+       {0,  -2,  -5,  -5,  -10, -5,  -10, -2, -5, -5, -5, -10,
+        -5, -10, -10, -10, -10, -10, -5,  -5, -5, -5, -2, -10},
+       0x1.91cf3cp-2f},
+      {"torch-cpu-flash-avx512-fp16",
+       {0,   -10, -10, -10, -5,  -5, -10, -2,  -10, -10, -5,  -5, -5,  -5,  -5,  -5,
+        -10, -10, -10, -10, -10, -5, -5,  -10, -2,  -2,  -5,  -5, -10, -10, -5,  -5,
+        -5,  -2,  -5,  -10, -5,  -5, -2,  -10, -5,  -5,  -10, -5, -10, -10, -10, -2},
+       0x1.5717f4p-1f},
+  };
+  for (const Row& row : rows) {
+    const int n = static_cast<int>(row.x.size());
+    Inputs in;
+    in.q = Tensor(1, 1, 1, 2);
+    in.k = Tensor(1, 1, n, 2);
+    in.v = Tensor(1, 1, n, 2);
+    in.q.data = {1.0, 0.0};
+    for (int j = 0; j < n; ++j) in.k.at(0, 0, j, 0) = row.x[static_cast<std::size_t>(j)];
+    Options opt;
+    opt.scale = 1.0;
+    opt.block_r = 1;
+    opt.block_c = 512;
+    const Output r = run(Algorithm::flash2, nx::find_preset(row.preset)->policy, in, opt);
+    INFO(row.preset << ", " << n << " keys: the twin's lse " << std::hexfloat
+                    << static_cast<float>(r.lse[0]) << ", PyTorch's " << row.torch_lse);
+    CHECK(static_cast<float>(r.lse[0]) == row.torch_lse);
+  }
+}
+
+// Which keys get the scalar exp depends on the build's lanes: one query row, 24 keys in one K/V
+// block, scale 1, scores (0, -1000 x 19, -1, -1000 x 3), V = e_0 for key 0 and e_1 for key 20.
+// With fp32 P and O (a custom policy: the kernel's fp32 instantiation, exp_u20 in the lanes) the
+// output is O = (1, p_20) / (1 + p_20) in float, so p_20 shows. AVX2: 24 keys are three vectors of
+// 8, key 20 is a lane and gets exp_u20(-1); AVX-512: one vector of 16 and a scalar tail of 8, key
+// 20 is in the tail and gets libm's expf(-1) (e^-1 correctly rounded). The two differ at -1.
+TEST_CASE("the vector form's scalar tail follows the build's lanes (8 or 16)",
+          "[attention][known][torch]") {
+  std::vector<double> k(24 * 2, 0.0), v(24 * 2, 0.0);
+  for (int j = 1; j < 24; ++j) k[static_cast<std::size_t>(2 * j)] = -1000.0;
+  k[2 * 20] = -1.0;
+  v[0] = 1.0;
+  v[2 * 20 + 1] = 1.0;
+  Inputs in;
+  in.q = Tensor(1, 1, 1, 2);
+  in.k = Tensor(1, 1, 24, 2);
+  in.v = Tensor(1, 1, 24, 2);
+  in.q.data = {1.0, 0.0};
+  in.k.data = k;
+  in.v.data = v;
+  Options opt;
+  opt.scale = 1.0;
+  opt.block_r = 1;
+  opt.block_c = 512;
+  struct Build {
+    const char* base;
+    float p20;
+  };
+  const Build builds[] = {{"torch-cpu-flash-bf16", nx::exp_u20_f32(-1.0f)},
+                          {"torch-cpu-flash-avx512-bf16", nx::libm_expf(-1.0f)}};
+  REQUIRE(builds[0].p20 != builds[1].p20);
+  for (const Build& b : builds) {
+    nx::PrecisionPolicy pol = nx::find_preset(b.base)->policy;
+    pol.input = pol.prob = pol.output = nx::Format::fp32;
+    INFO(b.base << " with fp32 input, P and O");
+    const Output r = run(Algorithm::flash2, pol, in, opt);
+    const float inv_l = 1.0f / (1.0f + b.p20);
+    CHECK(r.o.at(0, 0, 0, 0) == static_cast<double>(inv_l));
+    CHECK(r.o.at(0, 0, 0, 1) == static_cast<double>(b.p20 * inv_l));
+  }
 }

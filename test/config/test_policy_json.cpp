@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <iterator>
 #include <random>
 
 #include "config/policy_json.hpp"
@@ -93,9 +94,12 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
       if (rng() % 4 == 0)
         p.model = p.model == numerics::Model::kernel ? numerics::Model::framework
                                                      : numerics::Model::kernel;
-      if (rng() % 5 == 0)
-        p.softmax = p.softmax == numerics::SoftmaxForm::fa2 ? numerics::SoftmaxForm::torch_cpu_avx2
-                                                            : numerics::SoftmaxForm::fa2;
+      if (rng() % 5 == 0) {
+        constexpr numerics::SoftmaxForm kForms[] = {numerics::SoftmaxForm::fa2,
+                                                    numerics::SoftmaxForm::torch_cpu_avx2,
+                                                    numerics::SoftmaxForm::torch_cpu_avx512};
+        p.softmax = kForms[rng() % std::size(kForms)];
+      }
     }
     const json j = config::policy_to_json(p);
     CAPTURE(trial, j.dump());
@@ -181,7 +185,14 @@ TEST_CASE("the softmax form is a policy key", "[policy_json]") {
   CHECK(back == numerics::find_preset("kernel-fp16")->policy);
   CHECK(config::policy_stages_json(t)["softmax"] == "torch-cpu-avx2");
   CHECK_FALSE(config::policy_stages_json(back).contains("softmax"));
+  const PrecisionPolicy wide =
+      parse_ok(json::parse(R"({"base": "kernel-fp16", "softmax": "torch-cpu-avx512"})"));
+  CHECK(wide.softmax == numerics::SoftmaxForm::torch_cpu_avx512);
+  CHECK(wide == numerics::find_preset("torch-cpu-flash-avx512-fp16")->policy);
+  CHECK(config::policy_to_json(wide) == json("torch-cpu-flash-avx512-fp16"));
+  CHECK(config::policy_stages_json(wide)["softmax"] == "torch-cpu-avx512");
   const std::string e = parse_error(json{{"base", "kernel-bf16"}, {"softmax", "avx512"}});
   CHECK_THAT(e, Catch::Contains("\"softmax\""));
   CHECK_THAT(e, Catch::Contains("\"torch-cpu-avx2\""));
+  CHECK_THAT(e, Catch::Contains("\"torch-cpu-avx512\""));
 }

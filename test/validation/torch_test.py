@@ -6,8 +6,11 @@
 For bf16 and fp16 at N = 256, d = 64 (N(0,1) inputs dumped by `attndev point --dump`), PyTorch's
 CPU flash kernel, its SDPA MATH backend and the explicit expression compute O
 (scripts/external/torch_attention.py), and `attndev match` must name the preset that models each:
-flash2 torch-cpu-flash-* (the bit-level twin: at least 99% identical) at the kernel's K/V split
-(512, capped at N: Bc = 256), the fp32 policy with
+flash2 torch-cpu-flash-* (the bit-level twin of the build PyTorch runs here: torch-cpu-flash-<f>
+for its AVX2 kernels, torch-cpu-flash-avx512-<f> for its AVX-512 ones; at least 99% identical and
+ranked first, a tie with the other build's twin allowed: at N = 256 no block has a scalar tail
+under either, so the two builds differ only in the order of the fp32 row sums) at the kernel's K/V
+split (512, capped at N: Bc = 256), the fp32 policy with
 working-format inputs and output (the upcasting math backend; labelled kernel-* with prob fp32,
 which is the same policy), and baseline torch-math-* (or framework-*, equal on it). Each with
 most elements bit-identical and mean |O - golden| within 5% of PyTorch's. Exit 0 pass, 1 fail,
@@ -30,7 +33,7 @@ SKIP = 77
 # torch-math-* and framework-* (the per-op model of the framework, issue 15) coincide on the
 # explicit expression: either may rank first.
 EXPECT = {
-    "flash": ("flash2 torch-cpu-flash-{f} Bc=256", ["torch-cpu-flash-{f}"], 0.99),
+    "flash": ("flash2 {twin} Bc=256", ["torch-cpu-flash-{f}", "torch-cpu-flash-avx512-{f}"], 0.99),
     "math": ("baseline custom(kernel-{f}+prob=fp32)", ["custom(kernel-{f}+prob=fp32)"], 0.95),
     "explicit": ("baseline torch-math-{f}", ["torch-math-{f}", "framework-{f}"], 0.95),
 }
@@ -51,6 +54,11 @@ def main():
         print(f"SKIPPED: {a.python} cannot import torch and numpy: {probe.stderr[-300:]}",
               file=sys.stderr)
         return SKIP
+    capability = subprocess.run(
+        [a.python, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+        capture_output=True, text=True).stdout.strip()
+    twin = "torch-cpu-flash-avx512-{f}" if capability == "AVX512" else "torch-cpu-flash-{f}"
+    print(f"PyTorch's CPU kernels here: {capability or '?'} (twin {twin})")
     script = os.path.join(a.source, "scripts", "external", "torch_attention.py")
     tmp = tempfile.mkdtemp(prefix="attndev_validation_torch_")
     failures = []
@@ -65,7 +73,7 @@ def main():
                 continue
             inputs = os.path.join(dump, f"inputs-{fmt}.safetensors")
             for impl, (expected, labels, least) in EXPECT.items():
-                expected = expected.format(f=fmt)
+                expected = expected.format(twin=twin, f=fmt).format(f=fmt)
                 labels = [x.format(f=fmt) for x in labels]
                 out = os.path.join(dump, f"torch-{impl}.safetensors")
                 r = subprocess.run([a.python, script, inputs, out, "--impl", impl, "--dtype", fmt,
@@ -88,13 +96,13 @@ def main():
                 if top["policy_label"] not in labels:
                     failures.append(f"{fmt} {impl}: top candidate {top['candidate']}, expected "
                                     f"policy {' or '.join(labels)}")
-                if impl == "flash" and top["candidate"] != expected:
-                    failures.append(f"{fmt} {impl}: top candidate {top['candidate']}, "
-                                    f"expected {expected}")
                 named = [c for c in candidates if c["candidate"] == expected]
                 if not named:
                     failures.append(f"{fmt} {impl}: no candidate {expected}")
                     continue
+                if impl == "flash" and named[0]["identical_fraction"] < top["identical_fraction"]:
+                    failures.append(f"{fmt} {impl}: top candidate {top['candidate']}, "
+                                    f"expected {expected} (or a tie with it)")
                 top = named[0]
                 ratio = top["candidate_mean_abs"] / top["output_mean_abs"]
                 print(f"{fmt} {impl}: {expected}, identical "

@@ -77,21 +77,24 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
   const bool tensors = p.policy.model == numerics::Model::framework;
   // The block's P V formed apart and merged: fp8's per-block V scale, or a framework's matmul
   // output stored before it joins the accumulator.
-  // PyTorch's CPU kernel (SoftmaxForm::torch_cpu_avx2): the vector form of OnlineSoftmax, scores
-  // scaled before the max, and the block's P V a gemm of its own added to O (beta = 1). The fp8
-  // algorithms (a Dequant with per-block V scales) model FA-3 and ignore the form.
-  const bool vector_form =
-      !Dequant::kBlockLocalPv && p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
+  // PyTorch's CPU kernel (SoftmaxForm::torch_cpu_avx2 / avx512): the vector form of
+  // OnlineSoftmax in that build's lanes, scores scaled before the max, and the block's P V a gemm
+  // of its own added to O (beta = 1). The fp8 algorithms (a Dequant with per-block V scales)
+  // model FA-3 and ignore the form.
+  const int lanes = Dequant::kBlockLocalPv ? 0 : numerics::torch_cpu_lanes(p.policy.softmax);
+  const bool vector_form = lanes > 0;
   const bool block_local = Dequant::kBlockLocalPv || tensors || vector_form;
   const T scale = static_cast<T>(p.score_scale);
   for (int r = 0; r < rows; ++r) {
     w.softmax[r] = OnlineSoftmax<A>{};
     w.softmax[r].tensors = tensors;
-    w.softmax[r].lanes = vector_form ? numerics::kTorchCpuLanes : 0;
+    w.softmax[r].lanes = lanes;
     // The kernel's lanes evaluate fexp_u20 where P is stored in a 16-bit format, exp_u20 where
     // it stays fp32 (its fp32 instantiation).
     w.softmax[r].fast_exp = vector_form && (p.policy.prob == numerics::Format::bf16 ||
                                             p.policy.prob == numerics::Format::fp16);
+    // With P in a 16-bit format the kernel sums in two registers (a VectorizedN<float, 2>).
+    w.softmax[r].registers = w.softmax[r].fast_exp ? 2 : 1;
     w.softmax[r].scale_log2 = static_cast<T>(p.scale_log2);
     for (int t = 0; t < w.ld_acc; ++t) w.acc[static_cast<long>(r) * w.ld_acc + t] = T(0);
   }
@@ -103,10 +106,10 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
     kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
     // The vector form's groups of lanes start at the block's first key and cover its full
     // width, masked keys included (the kernel sets their scores to -inf; their p are 0 and add
-    // nothing): the keys past the last full group are the scalar tail.
+    // nothing): the keys past the last full group are the scalar tail, so which keys get the
+    // scalar exp depends on the build's lanes (a block of 440 keys: none with 8, 8 with 16).
     const int block_keys = p.seq_kv - j0 < p.block_c ? p.seq_kv - j0 : p.block_c;
-    const int vector_keys =
-        vector_form ? block_keys / numerics::kTorchCpuLanes * numerics::kTorchCpuLanes : 0;
+    const int vector_keys = vector_form ? block_keys / lanes * lanes : 0;
     for (int r = 0; r < rows; ++r) {
       const int n = w.count[r];
       if (n == 0) continue;

@@ -38,22 +38,44 @@ ATTNDEV_HD inline T block_max(const T* s, int n) {
   return m;
 }
 
-// The sum of x[0..n) as a SIMD loop computes it (n a multiple of `lanes`, at most 16 lanes):
-// `lanes` running sums from 0, x[j] added to sum j % lanes in increasing j, then the lanes reduced
-// by halves, lane i + half added to lane i (AVX2's vec_reduce_all for 8 lanes: a 128-bit permute,
-// then 64- and 32-bit shuffles, each followed by an add), so for 8 lanes
-//   ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
-// Every addition in where's compute format; 0 for n == 0.
+// The sum of x[0..n) as PyTorch's CPU flash kernel adds a block's vector keys
+// (_exp_reduce_sum_fusion_kernel in aten/src/ATen/native/cpu/FlashAttentionKernel.cpp; n a
+// multiple of `lanes`, at most 16 lanes, `registers` 1 or 2):
+//   the keys in groups of registers * lanes, key j added to lane j % lanes of running register
+//   (j % group) / lanes, in increasing j (`registers` = 2 where P is stored in bf16/fp16: the
+//   kernel then loads a VectorizedN<float, 2>, as wide as one Vectorized of the 16-bit type);
+//   the keys past the last full group (one vector of `lanes`, or none) into a tail register;
+//   register 0 += the tail register, then register 0 + register 1 lane by lane
+//   (aten/src/ATen/cpu/vec/vec_n.h's vec_reduce_all combines a VectorizedN's registers first);
+//   then the lanes reduced by halves, lane i + half added to lane i (vec_reduce_all's shuffles:
+//   AVX2's 8 lanes a 128-bit permute, then 64- and 32-bit shuffles, each followed by an add;
+//   AVX-512's 16 lanes 256- and 128-bit shuffles first; lane i meets lane i ^ half, which on lane
+//   0's chain is i + half), so for 8 lanes and one register
+//     ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
+// With two registers and no tail, register 0 + register 1 is the first halving of 2 * lanes
+// lanes, so the sum equals one register of twice the lanes. Every addition in where's compute
+// format; 0 for n == 0.
 template <class A, class W>
 ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename A::Value* x, int n,
-                                             int lanes) {
+                                             int lanes, int registers = 1) {
   using T = typename A::Value;
-  T acc[16];
-  for (int i = 0; i < lanes; ++i) acc[i] = T(0);
-  for (int j = 0; j < n; ++j) acc[j % lanes] = a.add(where, acc[j % lanes], x[j]);
+  T acc[2][16];
+  T tail[16];
+  for (int i = 0; i < lanes; ++i) acc[0][i] = acc[1][i] = tail[i] = T(0);
+  const int group = lanes * registers;
+  const int grouped = n / group * group;
+  for (int j = 0; j < grouped; ++j) {
+    T& lane = acc[(j % group) / lanes][j % lanes];
+    lane = a.add(where, lane, x[j]);
+  }
+  for (int j = grouped; j < n; ++j) tail[j % lanes] = a.add(where, tail[j % lanes], x[j]);
+  for (int i = 0; i < lanes; ++i) {
+    acc[0][i] = a.add(where, acc[0][i], tail[i]);
+    if (registers == 2) acc[0][i] = a.add(where, acc[0][i], acc[1][i]);
+  }
   for (int half = lanes / 2; half >= 1; half /= 2)
-    for (int i = 0; i < half; ++i) acc[i] = a.add(where, acc[i], acc[i + half]);
-  return acc[0];
+    for (int i = 0; i < half; ++i) acc[0][i] = a.add(where, acc[0][i], acc[0][i + half]);
+  return acc[0][0];
 }
 
 // FA-2's online softmax of one query row (Dao 2023, Algorithm 1), in one of two forms.
@@ -72,12 +94,13 @@ ATTNDEV_HD inline typename A::Value lane_sum(const A& a, W where, const typename
 //   (the caller: acc = alpha * acc + P V, the block's P V stored first)
 // and at the end O = acc / l.
 // The vector form (`lanes` > 0: PyTorch's CPU flash kernel, numerics::SoftmaxForm::
-// torch_cpu_avx2; scores already scaled, the kernel model, nothing stored between ops):
+// torch_cpu_avx2 with 8 lanes or torch_cpu_avx512 with 16; scores already scaled, the kernel
+// model, nothing stored between ops):
 //   rescale     m_new = max(m, block max); alpha = exp(m - m_new)            (no l *= alpha)
 //   probs       p_j = exp_u20(s_j - m_new) (fexp_u20 when `fast_exp`: P stored in bf16/fp16) for
 //               the first `vector_count` keys of the block (its full groups of `lanes`),
 //               libm's expf(s_j - m_new) for the rest (the scalar tail); alpha is libm's expf too
-//   accumulate  the vector keys summed in `lanes` running sums (key j into lane j % lanes),
+//   accumulate  the vector keys summed in `registers` x `lanes` running sums, combined and
 //               reduced pairwise by halves (lane_sum), then the tail added in order:
 //               l = block_sum + alpha * l   (a.mac: fused when policy.fma)
 //   (the caller: acc = alpha * acc + P V, the block's P V formed apart) and O = acc * (1/l).
@@ -93,6 +116,7 @@ struct OnlineSoftmax {
   int lanes = 0;          // > 0: the vector form (above), with this many lanes
   int vector_count = 0;   // vector form: keys of the current block in full groups of `lanes`
   bool fast_exp = false;  // vector form: fexp_u20 in the lanes (P stored in bf16/fp16), not exp_u20
+  int registers = 1;      // vector form: running registers of the row sum (lane_sum)
 
   // Whether the scores reach rescale already multiplied by the scale (tensor and vector forms).
   ATTNDEV_HD bool scaled_scores() const { return tensors || lanes > 0; }
@@ -174,7 +198,7 @@ struct OnlineSoftmax {
   ATTNDEV_HD void accumulate(const A& a, const T* p, int n) {
     if (lanes > 0) {
       const int nv = vector_count < n ? vector_count : n;
-      T block_sum = lane_sum(a, Held{Stage::stats}, p, nv, lanes);
+      T block_sum = lane_sum(a, Held{Stage::stats}, p, nv, lanes, registers);
       for (int j = nv; j < n; ++j) block_sum = a.add(Held{Stage::stats}, block_sum, p[j]);
       l = a.mac(Stage::stats, block_sum, l, alpha);
       return;
