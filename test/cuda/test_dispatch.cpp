@@ -6,6 +6,7 @@
 // the same function and cannot disagree.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,14 @@ TEST_CASE("faithful kernels accept every preset policy and any tile", "[cuda][di
       checked += (f2 == "faithful:flash2") + (f1 == "faithful:flash1");  // accepted ones only
     }
   }
-  CHECK(emulator_only == 2);
+  // Every torch-cpu-flash-* preset (AVX2 and AVX-512 builds, bf16 and fp16), no other.
+  const auto torch_cpu = std::count_if(
+      std::begin(numerics::kPolicyPresets), std::end(numerics::kPolicyPresets),
+      [](const numerics::PolicyPreset& pp) {
+        return pp.name.starts_with("torch-cpu-flash-");
+      });
+  CHECK(torch_cpu >= 2);
+  CHECK(emulator_only == torch_cpu);
   CHECK(checked == 2 * 4 * (static_cast<int>(std::size(numerics::kPolicyPresets)) - emulator_only));
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cuda/tc_host_sim.hpp"
+#include "test_scale.hpp"
 // After the simulator: flash2_tc.cuh then uses its primitives.
 #include "attention/attention.hpp"
 #include "cuda/flash2_tc.cuh"
@@ -205,16 +206,28 @@ int check_table(const std::vector<Case>& cases, std::index_sequence<I...>) {
 
 }  // namespace
 
-TEST_CASE("flash2-tc on the host simulator matches the emulator race-free for every table row",
-          "[cuda][flash2-tc]") {
-  // Odd lengths (tails in both sequences), N_q > N_kv causal (rows and whole Q blocks that see
-  // no key), N_q < N_kv causal (the diagonal shifted right), one row, and two heads.
-  const std::vector<Case> cases = {
+// The shapes both simulator tests run. Every CUDA thread is a host thread, so a case costs
+// seconds; the smoke scale of the sanitizer and clang builds (test_scale.hpp) runs the first
+// case alone, still through every kernel of the table (what a sanitizer checks is each
+// kernel's memory, found on any shape), and the Release build every case.
+namespace {
+std::vector<Case> sim_cases() {
+  std::vector<Case> cases = {
       {{1, 2, 77, 77, 0}, false, 11},
       {{1, 1, 130, 45, 0}, true, 12},
       {{1, 1, 70, 150, 0}, true, 13},
       {{1, 1, 1, 9, 0}, false, 14},
   };
+  if (test::kSmokeScale) cases.resize(1);
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("flash2-tc on the host simulator matches the emulator race-free for every table row",
+          "[cuda][flash2-tc]") {
+  // Odd lengths (tails in both sequences), N_q > N_kv causal (rows and whole Q blocks that see
+  // no key), N_q < N_kv causal (the diagonal shifted right), one row, and two heads.
+  const std::vector<Case> cases = sim_cases();
   const int checked = check_table<cuda::TcTable>(
       cases, std::make_index_sequence<std::tuple_size_v<cuda::TcTable>>{});
   CHECK(checked == static_cast<int>(cases.size() * std::tuple_size_v<cuda::TcTable>));
@@ -273,12 +286,7 @@ TEST_CASE("flash2-tc-twin equals the kernel on the host simulator bit for bit, p
           "[cuda][flash2-tc][twin]") {
   // The shapes of the simulator's own test, every table row, under sm80 (k16 as two k8
   // halves) and sm90 (one block of 16), which sum differently.
-  const std::vector<Case> cases = {
-      {{1, 2, 77, 77, 0}, false, 11},
-      {{1, 1, 130, 45, 0}, true, 12},
-      {{1, 1, 70, 150, 0}, true, 13},
-      {{1, 1, 1, 9, 0}, false, 14},
-  };
+  const std::vector<Case> cases = sim_cases();
   for (numerics::mma::Arch arch : {numerics::mma::Arch::sm80, numerics::mma::Arch::sm90}) {
     const int identical = check_twin_table<cuda::TcTable>(
         cases, arch, std::make_index_sequence<std::tuple_size_v<cuda::TcTable>>{});
