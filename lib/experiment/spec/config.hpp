@@ -128,6 +128,8 @@ struct AxisValues {
 };
 
 enum class CompareOp : unsigned char { lt, le, gt, ge, eq, ne };
+// a OP b: the one comparison of constraints, for the parser's always-false check and the plan.
+bool compare(long long a, CompareOp op, long long b);
 
 struct Constraint {
   std::string text;      // as written, e.g. "block_r <= seq_len"
