@@ -333,6 +333,7 @@ void dump_point(const Config& config, const Point& point, const InputSetCache& c
                 const std::vector<Evaluated>& results, const RunOptions& options) {
   DumpWriter dump;
   dump.dir = options.dir / "dump" / point.id;
+  dump.owned_from = options.dir;
   dump.base = point_metadata(point, io::to_json(options.provenance));
   for (const auto& [format, ref] : cache.references.computed()) {
     dump.inputs(ref.inputs, format);

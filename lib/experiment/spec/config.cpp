@@ -12,7 +12,7 @@
 #include "experiment/spec/config_parse.hpp"
 #include "experiment/spec/inputs.hpp"
 #include "experiment/spec/stable_hash.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "numerics/format.hpp"
 
 namespace attndev::experiment {
@@ -208,7 +208,7 @@ std::vector<std::string> config_warnings(const Config& config) {
 }
 
 Config parse_config(std::string_view text, std::span<const std::string> overrides) {
-  if (const auto deep = io::json_depth_error(text)) throw ConfigError("", "the JSON is " + *deep);
+  if (const auto deep = io::json_text_error(text)) throw ConfigError("", "the JSON is " + *deep);
   json root;
   try {
     root = json::parse(text.begin(), text.end());

@@ -83,8 +83,12 @@ inline constexpr std::string_view kTensorCoreKernel = "flash2-tc";
 // `reference` naming the FP64 golden (the default) rather than a variant.
 inline constexpr std::string_view kGoldenReference = "golden";
 
+// The longest variant name: its dump file name (each byte up to 3, io::file_name_encode) and
+// ".safetensors" fit in the 255 bytes of a file name.
+inline constexpr std::size_t kMaxVariantNameBytes = 80;
+
 struct Variant {
-  std::string name;
+  std::string name;  // printable characters, no backslash, at most kMaxVariantNameBytes
   attention::Algorithm algorithm = attention::Algorithm::flash2;
   // Which implementation of `algorithm` the backend runs: empty for the backend's own (the
   // emulator; lib/cuda's kernel_for), "flash2-tc" for the tensor-core kernel.

@@ -10,7 +10,7 @@
 #include "config/suggest.hpp"
 #include "experiment/spec/config_parse.hpp"
 #include "experiment/spec/inputs.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "numerics/format.hpp"
 
 namespace attndev::experiment {
@@ -112,7 +112,7 @@ void apply_overrides(json& root, std::span<const std::string> overrides,
     if (value_text.empty())
       throw ConfigError("-a " + key,
                         "empty value; give a value or a list, e.g. -a " + key + "=[1,2]");
-    if (const auto deep = io::json_depth_error(value_text))
+    if (const auto deep = io::json_text_error(value_text))
       throw ConfigError("-a " + key, "value " + *deep);
     json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
     // Unquoted words (distribution=normal(0,1), scale_placement=query) are strings. JSON text

@@ -8,6 +8,7 @@
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
 #include "experiment/spec/external_template.hpp"
+#include "io/text_escape.hpp"
 #include "numerics/format.hpp"
 
 namespace attndev::experiment {
@@ -152,6 +153,20 @@ double parse_seconds(const json& t, const std::string& path) {
   return t.get<double>();
 }
 
+// A name is printed to terminals, markdown, CSV and file names: control characters (ESC, newlines)
+// have no business in it, and its file name (dump_file_stem, up to 3 bytes per byte) must stay
+// under the 255 bytes of a file name.
+void check_variant_name(const std::string& name, const std::string& path) {
+  if (!io::is_printable(name))
+    throw ConfigError(path, "the name \"" + io::printable(name) +
+                                "\" holds a control character or a backslash; a variant name "
+                                "is printed to terminals and tables: use printable characters");
+  if (name.size() > kMaxVariantNameBytes)
+    throw ConfigError(path, "the name is " + std::to_string(name.size()) +
+                                " bytes long, more than " + std::to_string(kMaxVariantNameBytes) +
+                                "; use a shorter name");
+}
+
 Variant::External parse_external(const json& v, const std::string& path) {
   Variant::External e;
   const json& command = v["external"];
@@ -265,6 +280,7 @@ Variant parse_variant(const json& v, const std::string& path) {
     require_type(v["name"], config::join_path(path, "name"), v["name"].is_string(), "a string");
     variant.name = v["name"].get<std::string>();
     if (variant.name.empty()) throw ConfigError(config::join_path(path, "name"), "empty name");
+    check_variant_name(variant.name, config::join_path(path, "name"));
     if (variant.name == kGoldenReference)
       throw ConfigError(config::join_path(path, "name"),
                         "\"golden\" names the FP64 golden; pick another name");
