@@ -204,3 +204,18 @@ TEST_CASE("issue 39 row 9: resuming a run whose files have hard links leaves the
   CHECK(count_rows(out / "results.jsonl") == 4);
   CHECK(count_rows(backup / "results.jsonl") == 2);
 }
+
+TEST_CASE("issue 39 row 15: point on inputs that overflow or a non-finite golden is skipped",
+          "[cli][measure]") {
+  const Result r = run_cli({"point", "--n", "16", "--d", "8", "--policy", "kernel-fp16",
+                            "--distribution", "normal(0,1e5)"});
+  INFO(r.err);
+  CHECK(r.code == 3);
+  CHECK_THAT(r.err, Catch::Contains("skipped: inputs overflow fp16"));
+  CHECK(r.out.find("nan") == std::string::npos);
+  const Result g = run_cli(
+      {"point", "--n", "16", "--d", "8", "--policy", "fp64", "--distribution", "normal(0,1e200)"});
+  INFO(g.err);
+  CHECK(g.code == 3);
+  CHECK_THAT(g.err, Catch::Contains("the FP64 golden is not finite"));
+}

@@ -186,6 +186,13 @@ std::vector<std::string> config_warnings(const Config& config);
 // Throws ConfigError.
 Config parse_config(std::string_view text, std::span<const std::string> overrides = {});
 
+// The variant of an algorithm name, a policy and a backend name, built through parse_variant so
+// that `attndev point`, the Python module and a config accept the same algorithms (flash2-tc
+// included) and backends with the same messages. Throws ConfigError whose path() is "algorithm",
+// "policy" or "backend" (each caller names its own flag or keyword).
+Variant variant_from_parts(const std::string& algorithm, const numerics::PrecisionPolicy& policy,
+                           const std::string& backend);
+
 // One variant object (also what `attndev point` builds from its flags). `path` prefixes error
 // paths ("variants[2]"). Cross-variant checks (names, ratio_to, reference) are parse_config's.
 Variant parse_variant(const nlohmann::json& value, const std::string& path);

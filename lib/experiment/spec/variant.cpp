@@ -291,4 +291,11 @@ Variant parse_variant(const json& v, const std::string& path) {
   return variant;
 }
 
+Variant variant_from_parts(const std::string& algorithm, const numerics::PrecisionPolicy& policy,
+                           const std::string& backend) {
+  const json v = {
+      {"algorithm", algorithm}, {"policy", config::policy_to_json(policy)}, {"backend", backend}};
+  return parse_variant(v, "");
+}
+
 }  // namespace attndev::experiment
