@@ -119,8 +119,9 @@ PlanView make_view(const PlanArgs& a) {
   } catch (const experiment::ConfigError& e) {
     throw UsageError(a.config + ": " + e.what());
   }
+  const std::vector<std::uint32_t> shards = experiment::assign_shards(v.plan, v.shard.count);
   for (const experiment::Point& p : v.plan.points)
-    if (experiment::shard_of(p, v.shard.count) == v.shard.index) v.points.push_back(&p);
+    if (shards[p.index] == v.shard.index) v.points.push_back(&p);
   v.warnings = experiment::config_warnings(v.config);
   count_work(v);
   v.peak = experiment::plan_peak_bytes(v.config, v.plan, a.threads, v.shard.index, v.shard.count);

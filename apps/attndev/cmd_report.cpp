@@ -60,6 +60,9 @@ void add_report_command(cli::Command& app) {
                              std::to_string(plan.points.size() * config.variants.size()) +
                              " result rows of " + args->dir);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
+      for (const std::string& conflict : stored.conflicting_rows)
+        std::fprintf(stderr, "attndev report: warning: %s/%s: contradictory row dropped\n",
+                     args->dir.c_str(), conflict.c_str());
       for (const std::string& problem : stored.malformed_rows)
         std::fprintf(stderr,
                      "attndev report: warning: %s/%s: row dropped (rerun the same `attndev run` "

@@ -175,6 +175,10 @@ std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
                                          const RunOptions& options, std::size_t shard_count,
                                          const Json& inputs_hashes, RunReport& report) {
   const StoredResults stored = load_results(options.dir, config, plan);
+  for (std::size_t i = 0; i < stored.conflicting_rows.size() && i < 10; ++i)
+    log::warn("{}/{}: contradictory row dropped", options.dir.string(), stored.conflicting_rows[i]);
+  if (stored.conflicting_rows.size() > 10)
+    log::warn("... and {} more contradictory row(s)", stored.conflicting_rows.size() - 10);
   // Rows measured on other contents of an inputs file are never resumed as these.
   for (const auto& [path, hash] : inputs_hashes.items())
     if (stored.inputs_hashes.contains(path) &&
@@ -190,8 +194,9 @@ std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
     if (row_status(row).kind == StatusKind::failed)
       failed.insert(row["point_id"].get<std::string>());
   std::vector<const Point*> pending;
+  const std::vector<std::uint32_t> shards = assign_shards(plan, shard_count);
   for (const Point& p : plan.points) {
-    if (shard_of(p, shard_count) != options.shard_index) continue;
+    if (shards[p.index] != options.shard_index) continue;
     ++report.shard_points;
     if (!stored.done_points.count(p.id)) {
       pending.push_back(&p);
@@ -337,9 +342,9 @@ std::vector<Json> point_rows(const Config& config, const Point& point,
 void finish(const Config& config, const Plan& plan, const RunOptions& options,
             std::size_t shard_count, RunReport& report) {
   const StoredResults now = load_results(options.dir, config, plan);
+  const std::vector<std::uint32_t> shards = assign_shards(plan, shard_count);
   for (const Json& row : now.rows) {
-    const Point& p = plan.points[row["point_index"].get<std::size_t>()];
-    if (shard_of(p, shard_count) != options.shard_index) continue;
+    if (shards[row["point_index"].get<std::size_t>()] != options.shard_index) continue;
     switch (row_status(row).kind) {
       case StatusKind::ok:
         ++report.rows_ok;

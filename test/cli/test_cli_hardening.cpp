@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/file_lock.hpp"
 #include "spawn.hpp"
 
 namespace fs = std::filesystem;
@@ -218,4 +219,62 @@ TEST_CASE("issue 39 row 15: point on inputs that overflow or a non-finite golden
   INFO(g.err);
   CHECK(g.code == 3);
   CHECK_THAT(g.err, Catch::Contains("the FP64 golden is not finite"));
+}
+
+TEST_CASE("issue 39 row 16: an unsharded run beside a live sharded one is refused",
+          "[cli][shards]") {
+  const fs::path cfg = write_config("layout_tiny", kHardeningTiny);
+  const fs::path out = work_dir() / "layout_out";
+  REQUIRE(run_cli({"run", cfg.string(), "-o", out.string(), "--shard", "0/2"}).code == 0);
+  {
+    // What a shard 1/2 still running holds: its results file's lock.
+    const auto held = attndev::io::FileLock::try_lock(out / ".results.shard-1-of-2.jsonl.lock",
+                                                      attndev::io::FileLock::Mode::exclusive);
+    REQUIRE(held);
+    const Result r = run_cli({"run", cfg.string(), "-o", out.string()});
+    INFO(r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("a run in 2 shards"));
+    CHECK_THAT(r.err, Catch::Contains("would compute its points again"));
+  }
+  // One layout after the other: the unsharded run computes only what shard 0 left.
+  const Result r = run_cli({"run", cfg.string(), "-o", out.string()});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(count_rows(out / "results.jsonl") + count_rows(out / "results.shard-0-of-2.jsonl") == 4);
+}
+
+TEST_CASE("issue 39 row 16: report names contradictory duplicate rows", "[cli][report]") {
+  const fs::path cfg = write_config("contra_tiny", kHardeningTiny);
+  const fs::path out = work_dir() / "contra_out";
+  REQUIRE(run_cli({"run", cfg.string(), "-o", out.string()}).code == 0);
+  // A second copy of one row whose rmse differs, as another build or a hand edit writes it.
+  std::istringstream lines(slurp(out / "results.jsonl"));
+  std::string copy;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"record\":\"row\"") == std::string::npos) continue;
+    auto row = nlohmann::json::parse(line);
+    row["rmse"] = 12345.0;
+    copy = row.dump() + "\n";
+    break;
+  }
+  write_text(out / "results.shard-0-of-2.jsonl", copy);
+  const Result r = run_cli({"report", out.string(), "--no-summary"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("results.shard-0-of-2.jsonl:1: point "));
+  CHECK_THAT(r.err, Catch::Contains("rmse 12345.0 here but"));
+  CHECK_THAT(r.err, Catch::Contains("contradictory row dropped"));
+}
+
+TEST_CASE("issue 39 row 16: a corrupt run.json is said as corrupt", "[cli][report]") {
+  const fs::path cfg = write_config("corrupt_tiny", kHardeningTiny);
+  const fs::path out = work_dir() / "corrupt_out";
+  REQUIRE(run_cli({"run", cfg.string(), "-o", out.string()}).code == 0);
+  write_text(out / "run.json", "{\"schema\": \"attndev.run\", \"config_ha");
+  const Result r = run_cli({"run", cfg.string(), "-o", out.string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("run.json is not valid JSON"));
+  CHECK(r.err.find("hash ?") == std::string::npos);
 }

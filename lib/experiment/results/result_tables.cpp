@@ -240,10 +240,11 @@ void write_result_tables(const std::filesystem::path& dir, const Config& config,
   check_tables_not_shrinking(dir, results.rows.size());
   io::write_regular_file_atomic(dir / "results.csv", results_csv(results.rows));
   io::write_regular_file_atomic(dir / "results.json",
-                        results_document(config, results, writer)
-                                .dump(1, ' ', false, Json::error_handler_t::replace) +
-                            "\n");
-  io::write_regular_file_atomic(dir / "summary.md", summary_markdown(config, plan, results, writer));
+                                results_document(config, results, writer)
+                                        .dump(1, ' ', false, Json::error_handler_t::replace) +
+                                    "\n");
+  io::write_regular_file_atomic(dir / "summary.md",
+                                summary_markdown(config, plan, results, writer));
 }
 
 }  // namespace attndev::experiment

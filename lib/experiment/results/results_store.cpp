@@ -14,6 +14,7 @@
 #include "io/json_strict.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
+#include "io/text_escape.hpp"
 #include "experiment/spec/stable_hash.hpp"
 
 namespace attndev::experiment {
@@ -154,6 +155,37 @@ std::string writers_of(const fs::path& dir) {
   return out.empty() ? io::lock_holder(folder_lock_path(dir)) : out;
 }
 
+// The shard count of a results file name: 1 for results.jsonl.
+std::size_t shard_count_of(const std::string& results_file) {
+  std::size_t index = 0, count = 1;
+  return parse_shard_file_name(results_file, index, count) ? count : 1;
+}
+
+// A run of another shard layout writing the folder now (an unsharded run beside shards of 4, or
+// shards of 2 beside shards of 4) would compute the same points again: each starts from the rows
+// on disk when it starts, and splits the rest its own way. One layout at a time; one after the
+// other is fine, since a run skips the points done in every results file of the folder.
+void check_no_other_layout(const fs::path& dir, const std::string& results_file) {
+  const std::size_t mine = shard_count_of(results_file);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 7 || name.front() != '.' || !name.ends_with(".lock")) continue;
+    const std::string file = name.substr(1, name.size() - 6);
+    if (!is_results_jsonl(file) || shard_count_of(file) == mine) continue;
+    if (!io::exclusively_locked(entry.path())) continue;
+    const std::size_t theirs = shard_count_of(file);
+    throw OutputDirError(
+        (dir / file).string() + " is being written by " + io::lock_holder(entry.path()) + " (" +
+        (theirs == 1 ? std::string("an unsharded run")
+                     : "a run in " + std::to_string(theirs) + " shards") +
+        "); a run in " + (mine == 1 ? std::string("one piece") : std::to_string(mine) + " shards") +
+        " beside it would compute its points again. Wait for it to finish, or run with --shard "
+        "i/" +
+        std::to_string(theirs));
+  }
+}
+
 }  // namespace
 
 OutputLock lock_results_file(const fs::path& dir, const std::string& results_file, bool force_new,
@@ -179,6 +211,7 @@ OutputLock lock_results_file(const fs::path& dir, const std::string& results_fil
                          "); a second writer would run its points again and write every row "
                          "twice. Wait for it to finish, or use another -o folder");
   lock.file_->write_owner(what);
+  check_no_other_layout(dir, results_file);
   return lock;
 }
 
@@ -215,14 +248,23 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
     } catch (const std::runtime_error& e) {
       throw OutputDirError(e.what());
     }
-    Json manifest = io::json_text_error(text)
-                        ? Json()
-                        : Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const auto text_error = io::json_text_error(text);
+    Json manifest = text_error ? Json() : Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (manifest.is_object() && manifest.contains("config_hash") &&
         manifest["config_hash"].is_string()) {
       old_hash = manifest["config_hash"].get<std::string>();
       if (manifest.contains("config_name") && manifest["config_name"].is_string())
         old_name = manifest["config_name"].get<std::string>();
+    } else if (!force_new) {
+      // Not "another config (\"?\", hash ?)": say what is wrong with the file itself.
+      throw OutputDirError(path.string() + " is " +
+                           (text_error ? *text_error
+                            : manifest.is_discarded()
+                                ? std::string("not valid JSON (a damaged or truncated file)")
+                                : std::string("JSON without a \"config_hash\" string")) +
+                           ": not a valid attndev manifest, so the rows beside it cannot be "
+                           "trusted; " +
+                           start_over_hint(dir));
     }
     if (old_hash == config.hash) {
       // Same rows, other presentation keys (metrics, description): the manifest takes the new
@@ -350,6 +392,22 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
   }
 }
 
+// How a second row of the same (point, variant) contradicts the first: another status or other
+// metric values. The emulator is deterministic, so two honest copies agree bit for bit (a shard
+// rerun, a merge); a contradiction means two builds, machines or hand edits disagree, and the
+// user must hear which rows, not find one of them silently dropped.
+std::optional<std::string> contradiction(const Json& first, const Json& second) {
+  const auto text = [](const Json& row, const std::string& key) {
+    const auto it = row.find(key);
+    return it == row.end() ? std::string("missing") : it->dump();
+  };
+  for (const std::string key : {"status", "max_abs", "mean_abs", "rmse", "rel_l2", "max_rel",
+                                "cos_sim", "nan_count", "inf_count"})
+    if (text(first, key) != text(second, key))
+      return key + " " + text(second, key) + " here but " + text(first, key);
+  return std::nullopt;
+}
+
 }  // namespace
 
 StoredResults load_results(const fs::path& dir, const Config& config, const Plan& plan,
@@ -377,8 +435,9 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
   for (std::size_t v = 0; v < config.variants.size(); ++v)
     variant_index[config.variants[v].name] = v;
 
-  // (point index) -> one slot per variant
+  // (point index) -> one slot per variant, and where each slot's row was read
   std::unordered_map<std::size_t, std::vector<Json>> by_point;
+  std::unordered_map<std::size_t, std::vector<std::string>> where_of;
   for (const std::string& name : names) {
     const io::JsonlContents contents = io::read_jsonl(dir / name);
     out.files.push_back(name);
@@ -412,8 +471,15 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       }
       std::vector<Json>& slots = by_point[p->second];
       slots.resize(config.variants.size());
+      std::vector<std::string>& at = where_of[p->second];
+      at.resize(config.variants.size());
+      const std::string here = name + ":" + std::to_string(contents.line_numbers[r]);
       if (!slots[v->second].is_null()) {
         ++out.duplicate_rows;
+        if (const auto conflict = contradiction(slots[v->second], record))
+          out.conflicting_rows.push_back(here + ": point " + p->first + ", variant \"" +
+                                         io::printable(v->first) + "\": " + *conflict + " in " +
+                                         at[v->second] + " (that row is kept)");
         // A point with a failed row was run again (run retries it): its later copy supersedes
         // the whole earlier one, so a row never mixes with the ratios of another attempt.
         if (!std::any_of(slots.begin(), slots.end(), [](const Json& j) {
@@ -427,6 +493,7 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
         for (Json& j : slots) j = nullptr;
       }
       slots[v->second] = record;
+      at[v->second] = here;
     }
   }
   std::vector<std::size_t> order;

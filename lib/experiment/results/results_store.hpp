@@ -94,6 +94,10 @@ struct StoredResults {
   // lines that are not JSON objects: dropped, so their points are rerun. One entry each,
   // "results.jsonl:17: <why>", for the warning that names them.
   std::vector<std::string> malformed_rows;
+  // Second copies of a (point, variant) whose status or metrics differ from the first's (the first
+  // is kept): "results.shard-1-of-4.jsonl:12: point <id>, variant \"x\": rmse A here but B in
+  // results.jsonl:7 (that row is kept)".
+  std::vector<std::string> conflicting_rows;
   std::vector<std::string> files;  // the JSONL files read
   // Content hash of every inputs file, by path, as the run records recorded it (all agree).
   io::Json inputs_hashes = io::Json::object();

@@ -111,8 +111,9 @@ PlanPeak plan_peak_bytes(const Config& config, const Plan& plan, int threads,
                          std::size_t shard_index, std::size_t shard_count) {
   PlanPeak peak;
   const std::size_t formats = input_formats(config);
+  const std::vector<std::uint32_t> shards = assign_shards(plan, shard_count);
   for (const Point& p : plan.points) {
-    if (shard_count > 1 && shard_of(p, shard_count) != shard_index) continue;
+    if (shards[p.index] != shard_index) continue;
     const std::uint64_t bytes = peak_bytes(formats, p, threads);
     if (!peak.point || bytes > peak.bytes) peak = {bytes, &p};
   }
