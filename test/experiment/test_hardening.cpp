@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "experiment/external_helpers.hpp"
@@ -321,33 +322,83 @@ TEST_CASE("config hash: a folder of the old hash is refused with what to do", "[
 }
 
 TEST_CASE("rows of another config are never mixed in", "[hardening][hash]") {
+  // a and b differ in one variant's policy: the same points, so b's rows of the unchanged
+  // variant ("base", same key) are a's rows too, and its rows of "flash" are not.
   const Config a = parse_config(kHardeningConfig);
   std::string text = kHardeningConfig;
   text.replace(text.find("kernel-bf16"), 11, "kernel-fp16");
   const Config b = parse_config(text);
+  REQUIRE(a.points_hash == b.points_hash);
+  REQUIRE(a.variant_keys[0] == b.variant_keys[0]);
+  REQUIRE(a.variant_keys[1] != b.variant_keys[1]);
   const fs::path dir_a = temp_dir("mix_a"), dir_b = temp_dir("mix_b");
   RunOptions oa = options_for(dir_a), ob = options_for(dir_b);
   oa.shard_count = ob.shard_count = 2;
   ob.shard_index = 1;
   run_experiment(a, make_plan(a), oa);
   run_experiment(b, make_plan(b), ob);
+  const auto flash_keys = [](const std::vector<Json>& rows) {
+    std::set<std::string> keys;
+    for (const Json& r : rows)
+      if (r["variant"] == "flash") keys.insert(r["variant_key"].get<std::string>());
+    return keys;
+  };
 
-  SECTION("merge refuses a shard file of another config") {
+  SECTION("merge keeps b's rows of the unchanged variant and drops its rows of the edited one") {
     fs::copy_file(dir_b / "results.shard-1-of-2.jsonl", dir_a / "results.shard-1-of-2.jsonl");
-    CHECK_THROWS_WITH(merge_results(dir_a, oa.provenance),
-                      Catch::Contains(a.hash) && Catch::Contains(b.hash) &&
-                          Catch::Contains("results.shard-1-of-2.jsonl"));
+    const MergeReport merged = merge_results(dir_a, oa.provenance);
+    CHECK(flash_keys(file_rows(dir_a / "results.jsonl")) ==
+          std::set<std::string>{a.variant_keys[1]});
+    CHECK(merged.missing_ids.size() == merged.points_total - merged.points_present);
   }
-  SECTION("a run after run.json was deleted does not resume the old rows") {
+  SECTION("a run after run.json was deleted recomputes the edited variant's rows") {
     fs::remove(dir_b / "run.json");
     RunOptions o = options_for(dir_b);
     o.shard_count = 2;
     o.shard_index = 1;
-    CHECK_THROWS_WITH(run_experiment(a, make_plan(a), o),
-                      Catch::Contains(a.hash) && Catch::Contains(b.hash));
+    const RunReport r = run_experiment(a, make_plan(a), o);
+    const StoredResults stored = load_results(dir_b, a, make_plan(a));
+    CHECK(flash_keys(stored.rows) == std::set<std::string>{a.variant_keys[1]});
+    CHECK(r.ran >= 1);  // the points of the shard, for "flash" alone
   }
   fs::remove_all(dir_a);
   fs::remove_all(dir_b);
+}
+
+TEST_CASE("issue 38 item 3: an edited variant recomputes its rows alone", "[hardening][hash]") {
+  const Config a = parse_config(kHardeningConfig);
+  const fs::path dir = temp_dir("edit_variant");
+  run_experiment(a, make_plan(a), options_for(dir));
+  const std::vector<Json> before = file_rows(dir / "results.jsonl");
+  REQUIRE(before.size() == 4);
+  std::string text = kHardeningConfig;
+  text.replace(text.find("kernel-bf16"), 11, "kernel-fp16");
+  const Config b = parse_config(text);
+  // Accepted without --force: only a variant changed.
+  const RunReport r = run_experiment(b, make_plan(b), options_for(dir));
+  CHECK(r.ran == 2);
+  const std::vector<Json> after = file_rows(dir / "results.jsonl");
+  // The baseline's two rows kept as they were (same bytes), two new rows for "flash".
+  std::size_t kept = 0, flash_new = 0;
+  for (const Json& row : after) {
+    if (row["variant"] == "base") kept += std::count(before.begin(), before.end(), row) == 1;
+    if (row["variant"] == "flash" && row["variant_key"] == b.variant_keys[1]) ++flash_new;
+  }
+  CHECK(kept == 2);
+  CHECK(flash_new == 2);
+  const StoredResults stored = load_results(dir, b, make_plan(b));
+  CHECK(stored.rows.size() == 4);
+  for (const Json& row : stored.rows)
+    if (row["variant"] == "flash") CHECK(row["policy"] == "kernel-fp16");
+  // Its ratios are taken against the kept baseline rows.
+  for (const Json& row : stored.rows)
+    if (row["variant"] == "flash") CHECK(row.contains("ratio_rmse"));
+  // A change of the points is still another experiment.
+  const std::vector<std::string> other_points = {"seq_len=[56]"};
+  const Config c = parse_config(text, other_points);
+  CHECK_THROWS_WITH(run_experiment(c, make_plan(c), options_for(dir)),
+                    Catch::Contains("holds results of another config"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("rows measured on other contents of an inputs file are never mixed in",

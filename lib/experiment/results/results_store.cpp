@@ -11,6 +11,7 @@
 #include "experiment/results/result_row.hpp"
 #include "experiment/run/status.hpp"
 #include "io/atomic_file.hpp"
+#include "io/log.hpp"
 #include "io/json_strict.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
@@ -155,6 +156,52 @@ std::string writers_of(const fs::path& dir) {
   return out.empty() ? io::lock_holder(folder_lock_path(dir)) : out;
 }
 
+// A manifest whose hash is the one an older attndev computed (over presentation keys too).
+bool written_by_older(const Json& manifest) {
+  if (!manifest.contains("config") || !manifest.contains("config_hash") ||
+      !manifest["config_hash"].is_string())
+    return false;
+  const std::string stored = manifest["config_hash"].get<std::string>();
+  return legacy_config_hash(manifest["config"]) == stored &&
+         config_hash(manifest["config"]) != stored;
+}
+
+// True when the manifest's config differs from `config` in its variants only (same name, same
+// points_hash): the folder is kept, and the run computes the rows of the variants whose key
+// changed. Says which variants changed, which are new and which left.
+bool variants_edited(const Json& manifest, const Config& config) {
+  if (!manifest.contains("config")) return false;
+  Config old;
+  try {
+    old = parse_config(manifest["config"].dump());
+  } catch (const ConfigError&) {
+    return false;
+  }
+  if (old.name != config.name || old.points_hash != config.points_hash) return false;
+  std::map<std::string, std::string> before;
+  for (std::size_t v = 0; v < old.variants.size(); ++v)
+    before[old.variants[v].name] = old.variant_keys[v];
+  std::string changed, added;
+  for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    const auto it = before.find(config.variants[v].name);
+    std::string& list = it == before.end() ? added : changed;
+    if (it != before.end() && it->second == config.variant_keys[v]) {
+      before.erase(it);
+      continue;
+    }
+    if (it != before.end()) before.erase(it);
+    list += (list.empty() ? "" : ", ") + io::printable(config.variants[v].name);
+  }
+  std::string removed;
+  for (const auto& [name, key] : before)
+    removed += (removed.empty() ? "" : ", ") + io::printable(name);
+  log::info(
+      "the config's variants changed since this folder's last run; the other rows are kept{}{}{}",
+      changed.empty() ? "" : "; recomputed: " + changed, added.empty() ? "" : "; new: " + added,
+      removed.empty() ? "" : "; no longer in the config: " + removed);
+  return true;
+}
+
 // The shard count of a results file name: 1 for results.jsonl.
 std::size_t shard_count_of(const std::string& results_file) {
   std::size_t index = 0, count = 1;
@@ -275,6 +322,13 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
       }
       return;
     }
+    // A folder of an older attndev (legacy hash) is refused with what to do, never taken as edited.
+    if (!force_new && !written_by_older(manifest) && variants_edited(manifest, config)) {
+      manifest["config_hash"] = config.hash;
+      manifest["config"] = config.effective;
+      io::write_regular_file_atomic(path, manifest.dump(2) + "\n");
+      return;
+    }
     if (!force_new)
       throw OutputDirError(dir.string() + " holds results of another config (\"" + old_name +
                            "\", hash " + old_hash + "); this config (\"" + config.name +
@@ -370,7 +424,14 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
                       std::size_t line, Json& inputs_hashes) {
   const std::string where = file.string() + ":" + std::to_string(line);
   const auto hash = record.find("config_hash");
-  if (hash != record.end() && hash->is_string() && hash->get<std::string>() != config.hash)
+  const auto points = record.find("points_hash");
+  // Another config with the same points (a variant edited): its rows are checked one by one
+  // against their variant's key. Other points, or a record from before points_hash, are another
+  // experiment.
+  const bool same_points = points != record.end() && points->is_string() &&
+                           points->get<std::string>() == config.points_hash;
+  if (hash != record.end() && hash->is_string() && hash->get<std::string>() != config.hash &&
+      !same_points)
     throw OutputDirError(where + ": rows written for config hash " + hash->get<std::string>() +
                          ", but the folder's config has hash " + config.hash +
                          "; they belong to another config and are not mixed in. Move the file "
@@ -445,11 +506,15 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
     for (std::size_t line : contents.bad_line_numbers)
       out.malformed_rows.push_back(name + ":" + std::to_string(line) +
                                    ": not a JSON object (a damaged or hand-edited line)");
+    // Rows written before rows carried variant keys count only under a run record of this
+    // very config.
+    bool unkeyed_rows_valid = false;
     for (std::size_t r = 0; r < contents.records.size(); ++r) {
       const Json& record = contents.records[r];
       const std::string kind = record.value("record", "");
       if (kind == "run") {
         check_run_record(record, config, dir / name, contents.line_numbers[r], out.inputs_hashes);
+        unkeyed_rows_valid = record.value("config_hash", "") == config.hash;
         out.runs.push_back(record);
         continue;
       }
@@ -464,6 +529,14 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
         ++out.foreign_rows;
         continue;
       }
+      const auto key = record.find("variant_key");
+      const bool current = key != record.end() && key->is_string()
+                               ? key->get<std::string>() == config.variant_keys[v->second]
+                               : unkeyed_rows_valid;
+      if (!current) {
+        ++out.stale_rows;  // the variant changed since: recomputed, never shown
+        continue;
+      }
       if (const auto problem = row_problem(record, plan.points[p->second])) {
         out.malformed_rows.push_back(name + ":" + std::to_string(contents.line_numbers[r]) + ": " +
                                      *problem);
@@ -476,21 +549,15 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       const std::string here = name + ":" + std::to_string(contents.line_numbers[r]);
       if (!slots[v->second].is_null()) {
         ++out.duplicate_rows;
-        if (const auto conflict = contradiction(slots[v->second], record))
-          out.conflicting_rows.push_back(here + ": point " + p->first + ", variant \"" +
-                                         io::printable(v->first) + "\": " + *conflict + " in " +
-                                         at[v->second] + " (that row is kept)");
-        // A point with a failed row was run again (run retries it): its later copy supersedes
-        // the whole earlier one, so a row never mixes with the ratios of another attempt.
-        if (!std::any_of(slots.begin(), slots.end(), [](const Json& j) {
-              return !j.is_null() && row_status(j).kind == StatusKind::failed;
-            }))
+        // A failed row computed again (run retries the failed variants of a point): the later
+        // row supersedes it. Any other second copy is dropped, and named if it disagrees.
+        if (row_status(slots[v->second]).kind != StatusKind::failed) {
+          if (const auto conflict = contradiction(slots[v->second], record))
+            out.conflicting_rows.push_back(here + ": point " + p->first + ", variant \"" +
+                                           io::printable(v->first) + "\": " + *conflict + " in " +
+                                           at[v->second] + " (that row is kept)");
           continue;
-        out.duplicate_rows +=
-            static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(),
-                                                   [](const Json& j) { return !j.is_null(); })) -
-            1;
-        for (Json& j : slots) j = nullptr;
+        }
       }
       slots[v->second] = record;
       at[v->second] = here;
@@ -503,6 +570,7 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
     std::vector<Json>& slots = by_point[index];
     if (std::any_of(slots.begin(), slots.end(), [](const Json& j) { return j.is_null(); })) {
       ++out.incomplete_points;
+      out.partial[plan.points[index].id] = std::move(slots);
       continue;
     }
     out.done_points.insert(plan.points[index].id);
@@ -517,6 +585,11 @@ RepairReport repair_results_file(const fs::path& file, const Config& config, con
   if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return report;
   const io::JsonlContents contents = io::read_jsonl(file);
   StoredResults kept = load_results(file.parent_path(), config, plan, file.filename().string());
+  // The valid rows of points not complete in this file stay: the run computes only the variants
+  // they lack (a torn write, a variant edited since, another file holding the rest).
+  for (auto& [id, slots] : kept.partial)
+    for (Json& row : slots)
+      if (!row.is_null()) kept.rows.push_back(std::move(row));
   const std::size_t total =
       contents.records.size() + contents.bad_lines + (contents.torn_tail ? 1 : 0);
   const std::size_t keep = kept.rows.size() + kept.runs.size();

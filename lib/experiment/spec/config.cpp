@@ -8,6 +8,7 @@
 
 #include "config/keys.hpp"
 #include "config/names.hpp"
+#include "config/policy_json.hpp"
 #include "config/suggest.hpp"
 #include "experiment/spec/config_parse.hpp"
 #include "experiment/spec/inputs.hpp"
@@ -183,6 +184,57 @@ std::string config_hash(const json& effective) {
   return stable_hash_hex(hashed.dump());
 }
 
+std::string points_hash(const json& effective) {
+  json points = effective;
+  if (points.is_object()) {
+    points.erase("variants");
+    if (points.contains("axes") && points["axes"].is_object())
+      for (std::string_view axis : kVariantAxisNames) points["axes"].erase(std::string(axis));
+  }
+  return config_hash(points);
+}
+
+namespace {
+
+// The part of a variant that decides its numbers, as JSON (variant_keys says what is in it).
+json variant_definition(const Variant& v) {
+  json d = {{"algorithm", variant_algorithm_name(v)},
+            {"policy", config::policy_stages_json(v.policy)},
+            {"backend", backend_name(v.backend)}};
+  if (v.block_r) d["block_r"] = *v.block_r;
+  if (v.block_c) d["block_c"] = *v.block_c;
+  if (v.external)
+    d["external"] = {{"command", v.external->command},
+                     {"worker", v.external->worker},
+                     {"tiles", v.external->tile_dependent}};
+  return d;
+}
+
+std::vector<std::string> make_variant_keys(const Config& c) {
+  std::vector<std::string> keys(c.variants.size());
+  std::vector<int> state(c.variants.size(), 0);  // 0 new, 1 in progress, 2 done
+  // Depth first over ratio and output references (cycles are refused by the parser: a variant
+  // is never its own reference, and references name other variants).
+  const auto key_of = [&](auto&& self, std::size_t v) -> const std::string& {
+    if (state[v] == 2) return keys[v];
+    state[v] = 1;
+    json d = variant_definition(c.variants[v]);
+    for (const auto& [field, ref] : {std::pair{"ratio_key", c.ratio_reference(v)},
+                                     std::pair{"ref_key", c.output_reference(v)}})
+      if (ref >= 0 && static_cast<std::size_t>(ref) != v)
+        d[field] = state[static_cast<std::size_t>(ref)] == 1
+                       ? json(c.variants[static_cast<std::size_t>(ref)].name)
+                       : json(self(self, static_cast<std::size_t>(ref)));
+    keys[v] = stable_hash_hex(d.dump());
+    state[v] = 2;
+    return keys[v];
+  };
+  for (std::size_t v = 0; v < c.variants.size(); ++v) key_of(key_of, v);
+  return keys;
+}
+
+}  // namespace
+
 std::string legacy_config_hash(const json& effective) {
   return stable_hash_hex(effective.dump());
 }
@@ -281,6 +333,8 @@ Config parse_config(std::string_view text, std::span<const std::string> override
   }
   c.effective = root;
   c.hash = config_hash(root);
+  c.points_hash = points_hash(root);
+  c.variant_keys = make_variant_keys(c);
   return c;
 }
 

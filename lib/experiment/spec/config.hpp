@@ -161,6 +161,15 @@ struct Config {
   bool dump = false;
   nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
   std::string hash;          // config_hash(effective)
+  // What determines the points and their inputs: config_hash without the variants (and the
+  // variant axes). Rows of one folder share it; editing a variant keeps it (docs/results.md).
+  std::string points_hash;
+  // Per variant (same order as `variants`): a hash of what determines that variant's numbers
+  // at a point: its algorithm, kernel, policy stages, backend, tiles, external command and
+  // exchange format, and the keys of the variants its ratio_* and ref_* columns are taken
+  // against. Its name, timeout and `env` are not in it. A row carries the key it was made with;
+  // a row whose key is not its variant's current one is recomputed.
+  std::vector<std::string> variant_keys;
 
   const AxisValues& axis(std::string_view name) const;
   // Index into `variants` of the variant whose metrics v's ratios divide by, or -1.
@@ -173,6 +182,10 @@ struct Config {
 // a row's numbers (`description`, `metrics`, `dump`, "_" comments), so editing those keeps the
 // results folder usable; every other key is in it.
 std::string config_hash(const nlohmann::json& effective);
+// The points part of config_hash: without `variants` and the variant axes (axes.format,
+// axes.policy), whose changes only change variants.
+std::string points_hash(const nlohmann::json& effective);
+
 // The hash attndev wrote before presentation keys left it (over the whole effective config):
 // recognizes an older results folder to say so, never to accept it.
 std::string legacy_config_hash(const nlohmann::json& effective);
