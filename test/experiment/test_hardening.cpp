@@ -550,3 +550,29 @@ TEST_CASE("issue 39 row 16: a daemon a worker started with setsid ends with the 
   CHECK(processes_with_cmdline(argv) == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("issue 38 item 3: an external's env reaches its command and stays out of its key",
+          "[hardening][external]") {
+  const auto config_with = [](const std::string& greeting) {
+    return parse_config(R"({"name": "env", "axes": {"seq_len": [16], "head_dim": 8},
+        "variants": [{"name": "x", "env": {"GREETING": ")" +
+                        greeting + R"("}, "external":
+        "test \"$GREETING\" = hello && exit 77; exit 3; echo {inputs} {output}"}]})");
+  };
+  const Config hello = config_with("hello"), other = config_with("bye");
+  CHECK(hello.variant_keys == other.variant_keys);
+  CHECK(hello.points_hash == other.points_hash);
+  const fs::path dir = temp_dir("env_var");
+  run_experiment(hello, make_plan(hello), options_for(dir));
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 1);
+  // exit 77 is "cannot run here": the command saw GREETING=hello.
+  CHECK_THAT(rows[0]["status"].get<std::string>(), Catch::StartsWith("skipped"));
+  fs::remove_all(dir);
+  CHECK_THROWS_WITH(parse_config(R"({"name": "e", "axes": {"seq_len": [16]}, "variants": [
+      {"name": "x", "env": {"ATTNDEV_INPUTS": "x"}, "external": "c {inputs} {output}"}]})"),
+                    Catch::Contains("variants[0].env.ATTNDEV_INPUTS"));
+  CHECK_THROWS_WITH(parse_config(R"({"name": "e", "axes": {"seq_len": [16]}, "variants": [
+      {"name": "x", "env": {"1X": "x"}, "external": "c {inputs} {output}"}]})"),
+                    Catch::Contains("not a variable name"));
+}

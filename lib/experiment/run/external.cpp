@@ -487,8 +487,10 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
     r.status = Status::failed(e.what());
     return r;
   }
-  const ProcessExit exit = run_shell_command(command, external_environment(format, context),
-                                             external.timeout_s, context.stop_requested);
+  std::vector<std::string> environment = external_environment(format, context);
+  for (const auto& [name, value] : external.env) environment.push_back(name + "=" + value);
+  const ProcessExit exit =
+      run_shell_command(command, environment, external.timeout_s, context.stop_requested);
   const std::string& err_log = exit.stderr_tail;
   using Exit = ProcessExit;
   switch (exit.kind) {

@@ -156,9 +156,10 @@ class Worker {
   ~Worker() { end(/*grace_s=*/0); }
 
   // Starts the command; an empty string on success, else why not (the worker is then ended).
-  std::string start(const std::string& command, double timeout_s,
+  std::string start(const std::string& command,
+                    const std::vector<std::pair<std::string, std::string>>& env, double timeout_s,
                     const std::function<bool()>& stop) {
-    if (std::string error = spawn(command); !error.empty())
+    if (std::string error = spawn(command, env); !error.empty())
       return "external worker could not start: " + error;
     std::string line;
     const Got got = wait_line(timeout_s, stop, line);
@@ -248,7 +249,8 @@ class Worker {
   std::uint64_t next_id() { return ++last_id_; }
 
  private:
-  std::string spawn(const std::string& command) {
+  std::string spawn(const std::string& command,
+                    const std::vector<std::pair<std::string, std::string>>& env) {
     int sock[2], answer[2], log[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0)
       return std::string("socketpair: ") + std::strerror(errno);
@@ -265,10 +267,17 @@ class Worker {
     }
     // The environment is built before fork: the child may call only async-signal-safe functions.
     std::vector<std::string> env_text;
+    const auto set_here = [&env](std::string_view entry) {
+      return std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+        return entry.size() > kv.first.size() && entry.rfind(kv.first, 0) == 0 &&
+               entry[kv.first.size()] == '=';
+      });
+    };
     for (char** e = environ; *e; ++e)
       if (std::string_view(*e).rfind("ATTNDEV_WORKER_FD=", 0) != 0 &&
-          std::string_view(*e).rfind(kMarkName, 0) != 0)
+          std::string_view(*e).rfind(kMarkName, 0) != 0 && !set_here(*e))
         env_text.emplace_back(*e);
+    for (const auto& [name, value] : env) env_text.push_back(name + "=" + value);
     env_text.push_back("ATTNDEV_WORKER_FD=" + std::to_string(kAnswerFd));
     marker_ = std::string(kMarkName) + std::to_string(::getpid()) + "-" +
               std::to_string(++spawn_count()) + "-" +
@@ -504,8 +513,8 @@ ExternalResult run_worker_point(const Variant::External& external, const std::st
   if (!worker || !worker->running()) {
     worker = std::make_unique<worker_detail::Worker>();
     ++p.started;
-    const std::string error =
-        worker->start(external.command, external.start_timeout_s, context.stop_requested);
+    const std::string error = worker->start(external.command, external.env,
+                                            external.start_timeout_s, context.stop_requested);
     if (!error.empty()) {
       if (worker->said_skip()) {
         r.status = Status::skipped(error);

@@ -118,6 +118,10 @@ struct Variant {
     // A worker's start (interpreter, `import torch`, CUDA initialisation) may take far longer than
     // a point: bounded apart, by `start_timeout` (default: `timeout`, at least 60 s).
     double start_timeout_s = 600;
+    // `"env": {"PYTHON": "/opt/venv/bin/python3"}`: variables set for the command (or worker),
+    // which it reads as $PYTHON. The environment, not the implementation: not in the variant's
+    // key, so fixing an interpreter's path keeps the rows (as the SLURM `setup` key does).
+    std::vector<std::pair<std::string, std::string>> env;
   };
   std::optional<External> external;
 };

@@ -3,6 +3,7 @@
 #include "experiment/spec/config_parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "config/keys.hpp"
 #include "config/policy_json.hpp"
@@ -47,8 +48,8 @@ namespace {
 constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
                                              "backend",   "baseline",  "ratio_to",
                                              "reference", "block_r",   "block_c"};
-constexpr std::string_view kExternalVariantKeys[] = {"name",     "external", "format",   "timeout",
-                                                     "baseline", "ratio_to", "reference"};
+constexpr std::string_view kExternalVariantKeys[] = {"name", "external", "format",   "timeout",
+                                                     "env",  "baseline", "ratio_to", "reference"};
 constexpr std::string_view kBackendNames[] = {"cpu", "cuda"};
 
 std::vector<std::string_view> algorithm_names() {
@@ -167,8 +168,35 @@ void check_variant_name(const std::string& name, const std::string& path) {
                                 "; use a shorter name");
 }
 
+// `env`: NAME -> text, a shell variable name that is not attndev's own (ATTNDEV_*, the
+// placeholders' variables).
+void parse_env(const json& v, const std::string& path, Variant::External& e) {
+  require_type(v, path, v.is_object(),
+               "an object of variable -> value, e.g. {\"PYTHON\": \"/opt/venv/bin/python3\"}");
+  for (const auto& [name, value] : v.items()) {
+    const std::string at = config::join_path(path, name);
+    const bool word = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                      std::all_of(name.begin(), name.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                      });
+    if (!word)
+      throw ConfigError(at, "\"" + io::printable(name) +
+                                "\" is not a variable name (letters, digits and _, not first a "
+                                "digit)");
+    if (name.rfind("ATTNDEV_", 0) == 0)
+      throw ConfigError(at,
+                        "ATTNDEV_* variables are attndev's own (the placeholders, the worker "
+                        "protocol); pick another name");
+    require_type(value, at, value.is_string(), "a string");
+    if (value.get<std::string>().find('\0') != std::string::npos)
+      throw ConfigError(at, "a value cannot hold a NUL character");
+    e.env.emplace_back(name, value.get<std::string>());
+  }
+}
+
 Variant::External parse_external(const json& v, const std::string& path) {
   Variant::External e;
+  if (v.contains("env")) parse_env(v["env"], config::join_path(path, "env"), e);
   const json& command = v["external"];
   if (command.is_object()) {
     parse_worker(command, config::join_path(path, "external"), e);
