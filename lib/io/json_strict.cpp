@@ -53,8 +53,11 @@ std::optional<std::string> duplicate_in(std::vector<Frame>& stack) {
   if (keys.size() < 2) return std::nullopt;
   std::vector<std::size_t> order(keys.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return keys[a].name < keys[b].name; });
+  // std::sort with the index as tie-break (std::stable_sort's temporary buffer is deprecated
+  // under clang 19 with libstdc++ 12).
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return keys[a].name != keys[b].name ? keys[a].name < keys[b].name : a < b;
+  });
   std::size_t first = 0, second = keys.size();
   for (std::size_t i = 1; i < order.size(); ++i)
     if (keys[order[i]].name == keys[order[i - 1]].name && order[i] < second) {

@@ -17,11 +17,7 @@ namespace attndev::experiment {
 using io::Json;
 
 std::string short_number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
+  return io::format_double(value, "%.3g");
 }
 
 std::string results_csv(const std::vector<Json>& rows) {
