@@ -78,7 +78,7 @@ TEST_CASE("tiles larger than the sequence are counted as the emulator allocates 
   CHECK(experiment::attention_run_bytes(s, tall, 2) != io::kBytesOverflow);
 }
 
-TEST_CASE("result rows are counted: 10^6 points x 3 variants need about 22 GB", "[memory]") {
+TEST_CASE("result rows are counted: 10^6 points x 3 variants need about 29 GiB", "[memory]") {
   const experiment::Config c = experiment::parse_config(
       R"({"name": "m", "axes": {"seq_len": [64]},
           "variants": [{"algorithm": "flash2", "policy": "kernel-bf16"},
