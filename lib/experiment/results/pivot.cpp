@@ -89,8 +89,8 @@ void require_column(const std::vector<Json>& rows, const std::string& column,
   for (const Json& row : rows) {
     if (row.contains(column)) return;
   }
-  throw PivotError(option + " " + column + ": no row has this column; columns of these rows: " +
-                   known_columns(rows));
+  throw PivotError(option + " " + column +
+                   ": no row has this column; columns of these rows: " + known_columns(rows));
 }
 
 struct CellKey {
@@ -125,8 +125,8 @@ void check_same_experiment(CellValues& cell, const Json& row,
     if (!inserted && it->second != value) {
       throw PivotError(column + " takes more than one value (" + it->second + ", " + value +
                        ") within one cell of the figure, which would average different "
-                       "experiments as if they were trials: put " + column +
-                       " on --series, --row or --col, or plot a run where it is fixed");
+                       "experiments as if they were trials: put " +
+                       column + " on --series, --row or --col, or plot a run where it is fixed");
     }
   }
 }
@@ -150,8 +150,7 @@ void fill_stats(PivotCell& cell, const std::vector<double>& v) {
 using io::Json;
 
 bool is_trial_column(const std::string& column) {
-  return column == "trial" || column == "seed" || column == "point_id" ||
-         column == "point_index";
+  return column == "trial" || column == "seed" || column == "point_id" || column == "point_index";
 }
 
 Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
@@ -164,8 +163,9 @@ Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
   if (!spec.col.empty()) require_column(rows, spec.col, "--col");
   for (const std::string* c : {&spec.x, &spec.series, &spec.row, &spec.col}) {
     if (is_trial_column(*c)) {
-      throw PivotError(*c + " identifies a trial, not an experiment: the spread over trials is "
-                            "what each cell shows; choose an axis or variant column");
+      throw PivotError(*c +
+                       " identifies a trial, not an experiment: the spread over trials is "
+                       "what each cell shows; choose an axis or variant column");
     }
   }
 
@@ -300,11 +300,10 @@ std::string pivot_markdown(const Pivot& pivot) {
     for (const std::string& x : xs) {
       out += "| " + x + " |";
       for (const std::string& name : series) {
-        const auto it = std::find_if(pivot.cells.begin() + static_cast<std::ptrdiff_t>(begin),
-                                     pivot.cells.begin() + static_cast<std::ptrdiff_t>(end),
-                                     [&](const PivotCell& c) {
-                                       return c.series == name && c.x == x;
-                                     });
+        const auto it =
+            std::find_if(pivot.cells.begin() + static_cast<std::ptrdiff_t>(begin),
+                         pivot.cells.begin() + static_cast<std::ptrdiff_t>(end),
+                         [&](const PivotCell& c) { return c.series == name && c.x == x; });
         if (it == pivot.cells.begin() + static_cast<std::ptrdiff_t>(end)) {
           out += " |";
           continue;
@@ -313,9 +312,8 @@ std::string pivot_markdown(const Pivot& pivot) {
         // string chains inlined here.
         for (const std::string& piece :
              {std::string(" "), short_number(it->mean), std::string(" ("), short_number(it->min),
-              std::string(".."), short_number(it->max), std::string(", sd "),
-              short_number(it->std), std::string(", n "), std::to_string(it->n),
-              std::string(") |")})
+              std::string(".."), short_number(it->max), std::string(", sd "), short_number(it->std),
+              std::string(", n "), std::to_string(it->n), std::string(") |")})
           out += piece;
       }
       out += "\n";
