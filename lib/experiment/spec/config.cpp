@@ -53,9 +53,9 @@ constexpr std::size_t kMaxTrials = 1 << 20;
 constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
                                          "constraints", "trials",      "variants", "metrics",
                                          "reference",   "dump",        "setup"};
-constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
-                                             "backend",   "baseline",  "ratio_to",
-                                             "reference", "block_r",   "block_c"};
+constexpr std::string_view kVariantKeys[] = {"name",     "algorithm", "policy",  "stage",
+                                             "backend",  "baseline",  "ratio_to", "reference",
+                                             "block_r",  "block_c"};
 constexpr std::string_view kExternalVariantKeys[] = {"name",     "external", "format",   "timeout",
                                                      "baseline", "ratio_to", "reference"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
@@ -574,6 +574,24 @@ Variant::External parse_external(const json& v, const std::string& path) {
 
 }  // namespace
 
+// The variant's `"stage"` (experiment/spec/stage.hpp): its policy becomes the parsed one changed
+// as the stage spec says; base_policy keeps the policy as written.
+void apply_variant_stage(const json& v, const std::string& path, Variant& variant) {
+  variant.base_policy = variant.policy;
+  variant.base_policy_label = variant.policy_label;
+  if (!v.contains("stage")) return;
+  const std::string key_path = config::join_path(path, "stage");
+  require_type(v["stage"], key_path, v["stage"].is_string(),
+               "a stage override such as \"raise:score\" or \"only:prob\"");
+  std::string error;
+  StageSpec spec;
+  if (!parse_stage_spec(v["stage"].get<std::string>(), spec, error))
+    throw ConfigError(key_path, error);
+  variant.policy = apply_stage_spec(variant.base_policy, spec);
+  variant.stage = std::move(spec);
+  variant.policy_label = policy_label(variant.policy);
+}
+
 Variant parse_variant(const json& v, const std::string& path) {
   require_type(v, path, v.is_object(), "an object {\"algorithm\": ..., \"policy\": ...}");
   Variant variant;
@@ -604,6 +622,8 @@ Variant parse_variant(const json& v, const std::string& path) {
     variant.policy = numerics::PrecisionPolicy{
         format, format, format, format, format, format, format, true, numerics::Overflow::saturate};
     variant.policy_label = numerics::format_name(format);
+    variant.base_policy = variant.policy;
+    variant.base_policy_label = variant.policy_label;
   } else {
     check_keys(v, path, kVariantKeys);
     const auto names = algorithm_names();
@@ -631,6 +651,7 @@ Variant parse_variant(const json& v, const std::string& path) {
     if (!parse_policy(v["policy"], variant.policy, error))
       throw ConfigError(config::join_path(path, "policy"), error);
     variant.policy_label = policy_label(variant.policy);
+    apply_variant_stage(v, path, variant);
     if (v.contains("backend"))
       variant.backend = parse_backend(v["backend"], config::join_path(path, "backend"));
     for (const auto& [key, tile] :
@@ -667,7 +688,8 @@ Variant parse_variant(const json& v, const std::string& path) {
       throw ConfigError(config::join_path(path, "name"),
                         "\"golden\" names the FP64 golden; pick another name");
   } else {
-    variant.name = variant_algorithm_name(variant) + "-" + variant.policy_label +
+    variant.name = variant_algorithm_name(variant) + "-" + variant.base_policy_label +
+                   (variant.stage ? "-" + variant.stage->text() : std::string()) +
                    (variant.backend == Backend::cuda ? "-cuda" : "");
   }
   return variant;
@@ -694,9 +716,15 @@ VariantAxes parse_variant_axes(const json& root, const std::set<std::string>& ov
       const std::string vpath = axes[key].is_array() ? at(path, i) : path;
       const bool is_format = name == "format";
       require_type(list[i], vpath, list[i].is_string() && !list[i].get<std::string>().empty(),
-                   is_format ? "a format name such as \"bf16\""
-                             : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
+                   is_format          ? "a format name such as \"bf16\""
+                   : name == "stage" ? "a stage override such as \"raise:score\""
+                                     : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
       const std::string value = list[i].get<std::string>();
+      if (name == "stage") {
+        StageSpec spec;
+        std::string error;
+        if (!parse_stage_spec(value, spec, error)) throw ConfigError(vpath, error);
+      }
       if (is_format) {
         std::vector<std::string_view> formats;
         for (numerics::Format f : numerics::kAllFormats)
@@ -781,7 +809,9 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
             at("variants", i),
             "names " + placeholder(axis) + ", but the config has no axis \"" + std::string(axis) +
                 "\": add its values to axes, e.g. \"" + std::string(axis) + "\": " +
-                (axis == "format" ? "[\"bf16\", \"fp16\"]" : "[\"kernel-bf16\", \"kernel-fp16\"]"));
+                (axis == "format"  ? "[\"bf16\", \"fp16\"]"
+                 : axis == "stage" ? "[\"none\", \"raise:score\"]"
+                                   : "[\"kernel-bf16\", \"kernel-fp16\"]"));
       if (list[i].contains("name") && !names_placeholder(list[i]["name"], axis))
         throw ConfigError(config::join_path(at("variants", i), "name"),
                           "the name is the same for every value of axes." + std::string(axis) +
@@ -807,8 +837,11 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
     if (!used_axes.count(axis))
       throw ConfigError("axes." + axis, "no variant names " + placeholder(axis) +
                                             ", so this axis would change nothing: write it into "
-                                            "a variant (e.g. \"policy\": \"kernel-" +
-                                            placeholder(axis) + "\") or remove the axis");
+                                            "a variant (e.g. " +
+                                            (axis == "stage" ? "\"stage\": \"" + placeholder(axis)
+                                                             : "\"policy\": \"kernel-" +
+                                                                   placeholder(axis)) +
+                                            "\") or remove the axis");
   return out;
 }
 
