@@ -5,8 +5,6 @@
 // written as CSV and markdown, then drawn by scripts/draw_pivot.py with the Python of
 // build/venv-plot (scripts/plot-venv.sh creates it on first use). The tables are written
 // before drawing is attempted, so a machine without matplotlib still gets the numbers.
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -23,6 +21,7 @@
 #include "experiment/results/pivot.hpp"
 #include "experiment/results/results_store.hpp"
 #include "experiment_cli.hpp"
+#include "figure_script.hpp"
 #include "io/atomic_file.hpp"
 #include "io/log.hpp"
 
@@ -76,8 +75,8 @@ fs::path figure_path(PlotArgs& a) {
   }
   if (a.format.empty()) a.format = "png";
   std::string stem = "plot";
-  for (const std::string* part : {&a.spec.metric, &a.spec.x, &a.spec.series, &a.spec.row,
-                                  &a.spec.col}) {
+  for (const std::string* part :
+       {&a.spec.metric, &a.spec.x, &a.spec.series, &a.spec.row, &a.spec.col}) {
     if (part->empty()) continue;
     stem += part == &a.spec.x ? "-by-" : "-";
     stem += name_part(*part);
@@ -101,67 +100,20 @@ std::vector<io::Json> load_rows(const std::string& dir) {
   }
 }
 
-fs::path scripts_dir() {
-  if (const char* env = std::getenv("ATTNDEV_SCRIPTS_DIR"); env != nullptr && *env != '\0')
-    return env;
-  return fs::path(ATTNDEV_SOURCE_DIR) / "scripts";
-}
-
-// Runs a shell command with stdout captured (stderr passes through: pip's and the scripts'
-// messages reach the user); returns the exit status, -1 when it could not run or was killed.
-int shell_capture(const std::string& command, std::string& out) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 void draw(const PlotArgs& a, const fs::path& csv, const fs::path& figure) {
-  using experiment::shell_quote;
-  const fs::path scripts = scripts_dir();
-  if (!fs::exists(scripts / "draw_pivot.py") || !fs::exists(scripts / "plot-venv.sh")) {
-    log::error("drawing needs scripts/draw_pivot.py and scripts/plot-venv.sh of attndev's source "
-               "tree, not found in {}: set ATTNDEV_SCRIPTS_DIR to that folder (the tables are "
-               "written)",
-               scripts.string());
-    throw CommandExit{kExitFailure};
-  }
-  std::string python;
-  std::string venv_command = "bash ";
-  venv_command += shell_quote((scripts / "plot-venv.sh").string());
-  const int venv_rc = shell_capture(venv_command, python);
-  while (!python.empty() && (python.back() == '\n' || python.back() == '\r')) python.pop_back();
-  if (venv_rc != 0 || python.empty()) {
-    log::error("cannot draw: the plotting environment could not be made (plot-venv.sh exit {}, "
-               "message above); the tables are written: {}",
-               venv_rc, csv.string());
-    throw CommandExit{kExitFailure};
-  }
-  std::string command = shell_quote(python);
-  const auto arg = [&command](const std::string& flag, const std::string& value) {
+  std::vector<std::string> args = {csv.string()};
+  const auto arg = [&args](const std::string& flag, const std::string& value) {
     if (value.empty()) return;
-    if (!flag.empty()) command += ' ' + flag;
-    command += ' ';
-    command += shell_quote(value);
+    args.push_back(flag);
+    args.push_back(value);
   };
-  arg("", (scripts / "draw_pivot.py").string());
-  arg("", csv.string());
   arg("--metric", a.spec.metric);
   arg("--x", a.spec.x);
   arg("--series", a.spec.series);
   arg("--row", a.spec.row);
   arg("--col", a.spec.col);
   arg("--spread", a.spread);
-  arg("-o", figure.string());
-  std::string ignored;
-  const int rc = shell_capture(command, ignored);
-  if (rc != 0) {
-    log::error("drawing failed (draw_pivot.py exit {}, message above); the tables are written: {}",
-               rc, csv.string());
-    throw CommandExit{kExitFailure};
-  }
+  draw_figure("draw_pivot.py", args, figure, csv);
 }
 
 }  // namespace
@@ -197,8 +149,8 @@ void add_plot_command(cli::Command& app) {
     if (args->spread != "minmax" && args->spread != "std" && args->spread != "none")
       throw UsageError("--spread " + args->spread + ": expected minmax, std or none");
     if (!fs::is_directory(args->dir))
-      throw UsageError(args->dir + ": no such results folder; `attndev run CONFIG -o " +
-                       args->dir + "` writes one");
+      throw UsageError(args->dir + ": no such results folder; `attndev run CONFIG -o " + args->dir +
+                       "` writes one");
     const fs::path figure = figure_path(*args);
     if (!figure.parent_path().empty() && !fs::is_directory(figure.parent_path()))
       throw UsageError("-o " + figure.string() + ": folder " + figure.parent_path().string() +

@@ -53,9 +53,9 @@ constexpr std::size_t kMaxTrials = 1 << 20;
 constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
                                          "constraints", "trials",      "variants", "metrics",
                                          "reference",   "dump",        "setup"};
-constexpr std::string_view kVariantKeys[] = {"name",     "algorithm", "policy",  "stage",
-                                             "backend",  "baseline",  "ratio_to", "reference",
-                                             "block_r",  "block_c"};
+constexpr std::string_view kVariantKeys[] = {"name",    "algorithm", "policy",   "stage",
+                                             "backend", "baseline",  "ratio_to", "reference",
+                                             "block_r", "block_c"};
 constexpr std::string_view kExternalVariantKeys[] = {"name",     "external", "format",   "timeout",
                                                      "baseline", "ratio_to", "reference"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
@@ -716,9 +716,10 @@ VariantAxes parse_variant_axes(const json& root, const std::set<std::string>& ov
       const std::string vpath = axes[key].is_array() ? at(path, i) : path;
       const bool is_format = name == "format";
       require_type(list[i], vpath, list[i].is_string() && !list[i].get<std::string>().empty(),
-                   is_format          ? "a format name such as \"bf16\""
-                   : name == "stage" ? "a stage override such as \"raise:score\""
-                                     : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
+                   is_format ? "a format name such as \"bf16\""
+                   : name == "stage"
+                       ? "a stage override such as \"raise:score\""
+                       : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
       const std::string value = list[i].get<std::string>();
       if (name == "stage") {
         StageSpec spec;
@@ -805,13 +806,13 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
       const auto it =
           std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == axis; });
       if (it == axes.end())
-        throw ConfigError(
-            at("variants", i),
-            "names " + placeholder(axis) + ", but the config has no axis \"" + std::string(axis) +
-                "\": add its values to axes, e.g. \"" + std::string(axis) + "\": " +
-                (axis == "format"  ? "[\"bf16\", \"fp16\"]"
-                 : axis == "stage" ? "[\"none\", \"raise:score\"]"
-                                   : "[\"kernel-bf16\", \"kernel-fp16\"]"));
+        throw ConfigError(at("variants", i),
+                          "names " + placeholder(axis) + ", but the config has no axis \"" +
+                              std::string(axis) + "\": add its values to axes, e.g. \"" +
+                              std::string(axis) + "\": " +
+                              (axis == "format"  ? "[\"bf16\", \"fp16\"]"
+                               : axis == "stage" ? "[\"none\", \"raise:score\"]"
+                                                 : "[\"kernel-bf16\", \"kernel-fp16\"]"));
       if (list[i].contains("name") && !names_placeholder(list[i]["name"], axis))
         throw ConfigError(config::join_path(at("variants", i), "name"),
                           "the name is the same for every value of axes." + std::string(axis) +
@@ -835,13 +836,13 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
   }
   for (const auto& [axis, values] : axes)
     if (!used_axes.count(axis))
-      throw ConfigError("axes." + axis, "no variant names " + placeholder(axis) +
-                                            ", so this axis would change nothing: write it into "
-                                            "a variant (e.g. " +
-                                            (axis == "stage" ? "\"stage\": \"" + placeholder(axis)
-                                                             : "\"policy\": \"kernel-" +
-                                                                   placeholder(axis)) +
-                                            "\") or remove the axis");
+      throw ConfigError("axes." + axis,
+                        "no variant names " + placeholder(axis) +
+                            ", so this axis would change nothing: write it into "
+                            "a variant (e.g. " +
+                            (axis == "stage" ? "\"stage\": \"" + placeholder(axis)
+                                             : "\"policy\": \"kernel-" + placeholder(axis)) +
+                            "\") or remove the axis");
   return out;
 }
 
