@@ -96,7 +96,7 @@ std::string row_label(const StageSpec& spec, const numerics::PrecisionPolicy& ba
       for (std::size_t i = 0; i < spec.stages.size(); ++i)
         text += std::string(i ? ", " : "") + numerics::stage_name(spec.stages[i]) + " (" +
                 numerics::format_name(base[spec.stages[i]]) + ")";
-      return text + ", the rest fp64";
+      return text + ", the rest fp64";  // inputs as the policy has them (stage.hpp)
     }
     case StageMode::raise:
       return "raise " + spec.stages_text() + " to " + numerics::format_name(kRaiseFormat) +
@@ -126,8 +126,8 @@ std::string static_note(const Variant& v, const StageSpec& spec) {
     }
   }
   if (spec.contains(Stage::input) && spec.mode == StageMode::only)
-    add("the golden runs on the same rounded inputs, so this row is the algorithm's fp64 "
-        "arithmetic alone");
+    add("every row rounds the inputs as the policy does and the golden runs on the same rounded "
+        "inputs: this row would be the algorithm's fp64 arithmetic alone");
   if (spec.contains(Stage::input) && spec.mode == StageMode::raise)
     add("the golden is recomputed from the fp32 inputs (it always sees the variant's inputs)");
   return note;

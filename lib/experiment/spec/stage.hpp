@@ -2,8 +2,11 @@
 // `stage` variant axis), which `attndev attribute` writes for every stage of a policy.
 //
 //   "none"              the policy as it is
-//   "only:S[+S...]"     the named stages keep the policy's formats, every other stage is fp64;
-//                       the rounding model, fma, fp8 overflow and softmax form stay the policy's
+//   "only:S[+S...]"     the named stages keep the policy's formats, every other stage but the
+//                       input is fp64; the inputs stay as the policy rounds them (the golden
+//                       runs on the same rounded inputs, so they add no deviation, and every
+//                       row measures the same data); the rounding model, fma, fp8 overflow and
+//                       softmax form stay the policy's
 //   "raise:S[+S...]"    the named stages raised to fp32 where the policy has them narrower, the
 //                       rest as the policy has them (leave-one-out)
 //
