@@ -23,6 +23,7 @@ import argparse
 import csv
 import math
 import sys
+import textwrap
 
 import matplotlib
 
@@ -127,20 +128,35 @@ def identical_groups(lines):
     return same
 
 
+def touches_earlier(lines, i):
+    """Whether some point of line i lies exactly on a point of an earlier line."""
+    earlier = {p[:2] for _, pts in lines[:i] for p in pts}
+    return any(p[:2] in earlier for p in lines[i][1])
+
+
 def draw_panel(ax, lines, spread, x_label, y_label, title=None, logx=None, logy=None,
-               legend=True, reference_line=None):
+               legend=True, reference_line=None, dodge=False):
     """lines: [(label, [(x, mean, lo, hi)])] with x a number or a category label. lo/hi are the
     error bar's ends (None: no bar). logx/logy: True or False force the scale, None chooses it
     from the values (see the module's text). reference_line: a y value drawn as a thin line
-    (1 for ratios). Returns {index: index} of lines identical to an earlier one."""
+    (1 for ratios). dodge: numeric x shifted a little per line, so that error bars at one x stay
+    apart (the caller says so). Returns {index: index} of lines identical to an earlier one."""
     xs_all = [p[0] for _, pts in lines for p in pts]
     numeric = all(isinstance(x, (int, float)) for x in xs_all)
     categories = ordered(xs_all) if not numeric else None
+    log_x = numeric and (spans(xs_all, 8) if logx is None else logx)
+    span = (max(xs_all) - min(xs_all)) if numeric and xs_all else 0
     same = identical_groups(lines)
     for i, (label, pts) in enumerate(lines):
-        xs = [p[0] if numeric else categories.index(p[0]) for p in pts]
+        shift = (i - (len(lines) - 1) / 2) if dodge and numeric and len(lines) > 1 else 0
+        if not numeric:
+            xs = [categories.index(p[0]) for p in pts]
+        elif log_x:
+            xs = [p[0] * 2 ** (0.035 * shift) for p in pts]
+        else:
+            xs = [p[0] + 0.008 * span * shift for p in pts]
         means = [p[1] for p in pts]
-        hollow = i in same
+        hollow = i in same or touches_earlier(lines, i)
         style = dict(color=COLORS[i % len(COLORS)], marker=MARKERS[i % len(MARKERS)],
                      linestyle=LINESTYLES[i % len(LINESTYLES)], label=label, linewidth=1.4,
                      markersize=9 if hollow else 5.5, zorder=3 + i,
@@ -154,7 +170,7 @@ def draw_panel(ax, lines, spread, x_label, y_label, title=None, logx=None, logy=
             ax.plot(xs, means, **style)
     if reference_line is not None:
         ax.axhline(reference_line, color="black", linewidth=0.8, linestyle=(0, (4, 3)), zorder=1)
-    if numeric and (spans(xs_all, 8) if logx is None else logx):
+    if log_x:
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(set(xs_all)))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(
@@ -180,10 +196,14 @@ def draw_bars(ax, lines, spread, x_label, y_label, title=None, logy=None, refere
     """Categorical x: grouped bars, one per series in each category (one bar per category when
     the series is the x column itself), error bars on top, hatches telling series apart."""
     categories = ordered([p[0] for _, pts in lines for p in pts])
-    width = 0.8 / max(1, len(lines))
+    # One bar per category when every series holds one category (the series is the x column):
+    # centred and wide, not a thin slot of an empty group.
+    alone = all(len(pts) <= 1 for _, pts in lines)
+    width = 0.7 if alone else 0.8 / max(1, len(lines))
     for i, (label, pts) in enumerate(lines):
         at = {p[0]: p for p in pts}
-        xs = [k + (i - (len(lines) - 1) / 2) * width for k, c in enumerate(categories) if c in at]
+        offset = 0 if alone else (i - (len(lines) - 1) / 2) * width
+        xs = [k + offset for k, c in enumerate(categories) if c in at]
         ys = [at[c][1] for c in categories if c in at]
         bars = [at[c] for c in categories if c in at]
         yerr = None
@@ -269,10 +289,13 @@ def main():
         w, _, h = args.size.partition("x")
         figsize = (float(w), float(h))
     else:
-        figsize = (0.6 + 3.6 * len(col_values), 0.9 + 2.8 * len(row_values))
+        figsize = (max(5.5, 0.6 + 3.6 * len(col_values)), 1.2 + 2.8 * len(row_values))
     fig, axes = plt.subplots(len(row_values), len(col_values), squeeze=False, figsize=figsize,
                              sharey=args.sharey, sharex=True)
     ratio = args.metric.startswith("ratio_")
+    # Error bars of several series at one x would hide each other: shift each series a little.
+    dodge = args.spread != "none" and any(c["n"] not in ("0", "1") for c in cells) and len(
+        ordered([c[args.series] for c in cells])) > 1
     legend = {}  # label -> handle: one legend for the whole figure
     notes = []
     for i, rv in enumerate(row_values):
@@ -305,7 +328,8 @@ def main():
             if numeric_x:
                 same = draw_panel(ax, lines, args.spread, x_label, y_label, title or None,
                                   logx=scale_choice(args.logx), logy=scale_choice(args.logy),
-                                  legend=False, reference_line=1.0 if ratio else None)
+                                  legend=False, reference_line=1.0 if ratio else None,
+                                  dodge=dodge)
             else:
                 lines = [(n, [(names.get(p[0], p[0]),) + p[1:] for p in pts]) for n, pts in lines]
                 same = draw_bars(ax, lines, args.spread, x_label, y_label, title or None,
@@ -319,6 +343,10 @@ def main():
                 legend.setdefault(lab, h)
     spread_text = {"minmax": "bars: min..max over trials", "std": "bars: +-1 sd over trials",
                    "ci": "bars: 95% interval of the mean over trials", "none": ""}[args.spread]
+    if spread_text and all(c["n"] in ("0", "1") for c in cells):
+        spread_text = "one trial per point: no bars"
+    if dodge and numeric_x:
+        spread_text += "; series offset sideways so that their bars stay apart"
     if ratio:
         spread_text += ("; " if spread_text else "") + "dashed: ratio 1"
     if notes:
@@ -326,22 +354,29 @@ def main():
             notes)
     # Everything above the panels in inches, converted to a fraction of the figure's height.
     inch = 1 / figsize[1]
-    title_h = 0.3 * args.font_size / 9 if args.title else 0.0
-    if args.title:
-        fig.suptitle(args.title, y=1 - 0.05 * inch, va="top", fontsize=args.font_size * 1.15)
+    # Characters that fit across the figure at this font size (about 0.6 em per character).
+    chars = max(20, int(figsize[0] * 72 / (args.font_size * 0.6)))
+    title = textwrap.fill(args.title, int(chars / 1.15)) if args.title else ""
+    title_h = (0.1 + 0.22 * (title.count("\n") + 1)) * args.font_size / 9 if title else 0.0
+    if title:
+        fig.suptitle(title, y=1 - 0.05 * inch, va="top", fontsize=args.font_size * 1.15)
     show_legend = args.series != args.x or numeric_x
-    rows_of_legend = math.ceil(len(legend) / 4) if show_legend else 0
+    widest = max([len(k) for k in legend] + [1])
+    ncol = max(1, min(len(legend), int(chars / 0.9) // (widest + 5)))
+    rows_of_legend = math.ceil(len(legend) / ncol) if show_legend else 0
     if show_legend:
         fig.legend(list(legend.values()), list(legend.keys()), loc="upper center",
-                   ncol=min(len(legend), 4), frameon=False,
+                   ncol=ncol, frameon=False,
                    title=names.get(args.series, args.series),
                    bbox_to_anchor=(0.5, 1 - title_h * inch))
-    legend_h = (0.3 + 0.22 * rows_of_legend) * args.font_size / 9 if show_legend else 0.0
-    top = 1 - (title_h + legend_h + 0.05) * inch
+    legend_h = (0.25 + 0.17 * rows_of_legend) * args.font_size / 9 if show_legend else 0.0
+    top = 1 - (title_h + legend_h + 0.02) * inch
+    bottom = 0.0
     if spread_text:
-        fig.text(0.5, 0.005, spread_text, ha="center", va="bottom",
-                 fontsize=args.font_size * 0.8, wrap=True)
-    fig.tight_layout(rect=(0, 0.03 if spread_text else 0, 1, max(0.5, top)))
+        note = textwrap.fill(spread_text, int(chars / 0.8))
+        fig.text(0.5, 0.01, note, ha="center", va="bottom", fontsize=args.font_size * 0.8)
+        bottom = (0.05 + 0.16 * (note.count("\n") + 1)) * args.font_size / 9 * inch
+    fig.tight_layout(rect=(0, bottom, 1, max(0.5, top)))
     fig.savefig(args.out, dpi=args.dpi)
 
 

@@ -63,6 +63,10 @@ fs::path temporary_beside(const fs::path& figure) {
   if (fd < 0)
     throw std::runtime_error("cannot create a temporary file beside " + figure.string() + ": " +
                              std::strerror(errno));
+  // mkstemps makes the file private (0600); a figure is as readable as any file the user writes.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   ::close(fd);
   return name;
 }
