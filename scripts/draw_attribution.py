@@ -48,11 +48,14 @@ def short_label(row):
     stage = row["stage"]
     mode, _, stages = stage.partition(":")
     text = stages if stages else "as is"
-    if "cannot change a bit" in row["note"]:
-        text += " (no-op)"
-    elif row["note"].startswith("not run"):
+    note = row["note"]
+    # A coupled row's note says why its stages move together ("raising score alone cannot
+    # change a bit"): only a note that starts with the claim is about the row itself.
+    if note.startswith("not run"):
         text += " (not run)"
-    elif "measured: every metric equal" in row["note"]:
+    elif note.startswith("cannot change a bit"):
+        text += " (no-op)"
+    elif "measured: every metric equal" in note:
         text += " (no change)"
     return mode, text
 
@@ -80,7 +83,7 @@ def draw_mode(ax, rows, mode, columns, as_is, title):
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
     ax.set_title(title, fontsize=9)
-    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.grid(True, axis="y", which="major", alpha=0.3)
 
 
 def main():
@@ -95,8 +98,9 @@ def main():
         sys.exit(f"draw_attribution.py: {args.csv} holds no rows: nothing to draw")
     groups = ordered([(c["algorithm"], c["policy"], c["reference"]) for c in cells])
     columns = ordered([c["column"] for c in cells])
-    fig, axes = plt.subplots(len(groups), 2, squeeze=False, sharey="row",
-                             figsize=(10, 3.6 * len(groups)))
+    # The two panels of a row answer different questions (one stage alone can be 10^4 times the
+    # reference while raising one moves the ratio by 2x): each gets its own y scale.
+    fig, axes = plt.subplots(len(groups), 2, squeeze=False, figsize=(10, 3.6 * len(groups)))
     for i, (alg, policy, reference) in enumerate(groups):
         rows = [c for c in cells if (c["algorithm"], c["policy"], c["reference"]) ==
                 (alg, policy, reference)]
@@ -107,6 +111,7 @@ def main():
         draw_mode(axes[i][1], rows, "raise", columns, as_is,
                   f"{alg} under {policy}: one stage raised to fp32")
         axes[i][0].set_ylabel(f"{args.metric}: {alg} / reference")
+        axes[i][1].set_ylabel(f"{args.metric}: {alg} / reference")
     handles, labels = axes[0][0].get_legend_handles_labels()
     if not handles:
         handles, labels = axes[0][1].get_legend_handles_labels()

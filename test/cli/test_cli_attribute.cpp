@@ -110,6 +110,7 @@ TEST_CASE("attribute --print-config writes a config that run accepts, and bad re
       {{"attribute", "--algo", "flash3-fp8"}, "quantize their inputs themselves"},
       {{"attribute", "--algo", "baseline"}, "the algorithm itself"},
       {{"attribute", "--policy", "kernel-bf17"}, "unknown policy preset \"kernel-bf17\""},
+      {{"attribute", "--n", "256,0"}, "--seq-len must be >= 1, got 0"},
   };
   for (const Bad& bad : cases) {
     const Result r = run_cli(bad.args);
