@@ -89,8 +89,10 @@ LoadedConfig attribute_config(const AttributeArgs& a, const std::vector<std::str
   }
   parse_distribution_arg(a.dist, "--dist");
   for (int n : a.seq_len) require_at_least(n, 1, "--seq-len");
-  for (const auto& [value, flag] : {std::pair{a.head_dim, "--head-dim"}, {a.block_r, "--block-r"},
-                                    {a.block_c, "--block-c"}, {a.heads, "--heads"},
+  for (const auto& [value, flag] : {std::pair{a.head_dim, "--head-dim"},
+                                    {a.block_r, "--block-r"},
+                                    {a.block_c, "--block-c"},
+                                    {a.heads, "--heads"},
                                     {a.batch, "--batch"}})
     require_at_least(value, 1, flag);
   r.axes = {{"seq_len", a.seq_len},   {"head_dim", a.head_dim}, {"block_r", a.block_r},
@@ -196,7 +198,8 @@ void add_attribute_command(cli::Command& app) {
                        "every row"),
        "--reference-policy");
   flag(cmd->add_option("--seq-len,--n", args->seq_len,
-                       "Sequence lengths, comma-separated (default 256,1024; each 4x longer N takes about 16x the time of the one before)")
+                       "Sequence lengths, comma-separated (default 256,1024; each 4x longer N "
+                       "takes about 16x the time of the one before)")
            ->delimiter(','),
        "--n");
   flag(cmd->add_option("--head-dim,--d", args->head_dim, "Head dimension (default 64)"), "--d");

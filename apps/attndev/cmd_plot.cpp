@@ -64,7 +64,8 @@ void check_arguments(const PlotArgs& a) {
   if (a.logy && a.liny) throw UsageError("--logy and --liny: choose one scale for the y axis");
   for (const std::string& l : a.labels)
     if (l.find('=') == std::string::npos || l.front() == '=')
-      throw UsageError("--label " + l + ": expected NAME=TEXT, e.g. --label seq_len=N or --label "
+      throw UsageError("--label " + l +
+                       ": expected NAME=TEXT, e.g. --label seq_len=N or --label "
                        "flash2-bf16='FA-2, bf16'");
   if (!a.size.empty()) {
     const auto x = a.size.find('x');
@@ -72,7 +73,8 @@ void check_arguments(const PlotArgs& a) {
     const double w = x == std::string::npos ? 0 : std::strtod(a.size.c_str(), &end);
     const double h = x == std::string::npos ? 0 : std::strtod(a.size.c_str() + x + 1, &end);
     if (!(w >= 1 && w <= 50 && h >= 1 && h <= 50) || end == nullptr || *end != '\0')
-      throw UsageError("--size " + a.size + ": expected WIDTHxHEIGHT in inches, e.g. 7x3.5 "
+      throw UsageError("--size " + a.size +
+                       ": expected WIDTHxHEIGHT in inches, e.g. 7x3.5 "
                        "(each 1 to 50)");
   }
   if (!(a.font_size >= 4 && a.font_size <= 40))

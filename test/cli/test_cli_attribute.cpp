@@ -20,9 +20,9 @@ namespace {
 
 // flash1 under framework-bf16 at N = 32 and 64, d = 16, two trials: a second or two.
 std::vector<std::string> small_attribute(const fs::path& dir) {
-  return {"attribute", "--algo",   "flash1", "--policy", "framework-bf16", "--n",
-          "32,64",     "--d",      "16",     "--br",     "16",             "--bc",
-          "16",        "--trials", "2",      "--no-draw", "-o",            dir.string()};
+  return {"attribute", "--algo",    "flash1", "--policy",  "framework-bf16", "--n", "32,64",
+          "--d",       "16",        "--br",   "16",        "--bc",           "16",  "--trials",
+          "2",         "--no-draw", "-o",     dir.string()};
 }
 
 // The line of a markdown table whose first cell is `label`.
@@ -96,8 +96,7 @@ TEST_CASE("attribute --print-config writes a config that run accepts, and bad re
   const fs::path file = write_config("attribute_printed", printed.out);
   CHECK(run_cli({"validate", file.string()}).code == 0);
 
-  const fs::path plain = write_config(
-      "attribute_plain", R"({"name": "p", "axes": {"seq_len": [16]},
+  const fs::path plain = write_config("attribute_plain", R"({"name": "p", "axes": {"seq_len": [16]},
       "variants": [{"algorithm": "flash2", "policy": "kernel-bf16"}]})");
   struct Bad {
     std::vector<std::string> args;

@@ -102,9 +102,9 @@ TEST_CASE("plot: a sweep's pivot matches its rows and its tables land in the res
   std::ifstream csv(fs::path(stem).concat(".csv"));
   std::string line;
   std::getline(csv, line);
-  CHECK(split_csv_line(line) ==
-        std::vector<std::string>{"block_c", "seq_len", "mean", "min", "max", "std", "n",
-                                 "ci_low", "ci_high", "ci_method", "non_finite"});
+  CHECK(split_csv_line(line) == std::vector<std::string>{"block_c", "seq_len", "mean", "min", "max",
+                                                         "std", "n", "ci_low", "ci_high",
+                                                         "ci_method", "non_finite"});
   std::size_t seen = 0;
   std::vector<std::pair<int, int>> order;
   while (std::getline(csv, line)) {
@@ -129,12 +129,12 @@ TEST_CASE("plot: a sweep's pivot matches its rows and its tables land in the res
   }
   CHECK(seen == 6);
   // Series in plan order, x by value.
-  CHECK(order == std::vector<std::pair<int, int>>{{8, 32}, {8, 64}, {8, 128}, {16, 32}, {16, 64},
-                                                  {16, 128}});
+  CHECK(order == std::vector<std::pair<int, int>>{
+                     {8, 32}, {8, 64}, {8, 128}, {16, 32}, {16, 64}, {16, 128}});
 
   // Averaging over block_c (not on the figure) is refused, and nothing new is written.
-  const Result mixed = run_cli({"plot", dir.string(), "--metric", "rmse", "--x", "seq_len",
-                                "-o", (dir / "mixed.svg").string(), "--no-draw"});
+  const Result mixed = run_cli({"plot", dir.string(), "--metric", "rmse", "--x", "seq_len", "-o",
+                                (dir / "mixed.svg").string(), "--no-draw"});
   CHECK(mixed.code == 2);
   CHECK(mixed.err.find("block_c takes more than one value") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "mixed.csv"));
@@ -178,9 +178,9 @@ TEST_CASE("plot replaces a link planted at the figure's path, never writing thro
   attndev::test::write_text(victim, "precious\n");
   const fs::path figure = dir / "fig.png";
   fs::create_symlink(victim, figure);
-  const Result r = run_cli({"plot", dir.string(), "--metric", "rmse", "--x", "seq_len", "-o",
-                            figure.string()},
-                           {"ATTNDEV_SCRIPTS_DIR=" + fake_scripts().string()});
+  const Result r =
+      run_cli({"plot", dir.string(), "--metric", "rmse", "--x", "seq_len", "-o", figure.string()},
+              {"ATTNDEV_SCRIPTS_DIR=" + fake_scripts().string()});
   INFO(r.err);
   CHECK(r.code == 0);
   CHECK(attndev::test::slurp(victim) == "precious\n");
@@ -216,13 +216,13 @@ TEST_CASE("plot -o may not name a file the run owns", "[cli][plot]") {
 TEST_CASE("plot names an inf ratio instead of dropping the variant", "[cli][plot]") {
   using namespace plot_test;
   // The fp64 baseline is the golden itself (max_abs exactly 0), so flash2's fp64 ratio is inf.
-  const fs::path dir = small_run(
-      "plot_inf", R"([{"name": "b64", "algorithm": "baseline", "policy": "fp64"},
+  const fs::path dir =
+      small_run("plot_inf", R"([{"name": "b64", "algorithm": "baseline", "policy": "fp64"},
       {"name": "f64", "algorithm": "flash2", "policy": "fp64", "ratio_to": "b64"},
       {"name": "b", "algorithm": "baseline", "policy": "torch-math-bf16"},
       {"name": "f", "algorithm": "flash2", "policy": "kernel-bf16", "ratio_to": "b"}])");
-  const Result r = run_cli({"plot", dir.string(), "--metric", "ratio_max_abs", "--x", "seq_len",
-                            "--no-draw"});
+  const Result r =
+      run_cli({"plot", dir.string(), "--metric", "ratio_max_abs", "--x", "seq_len", "--no-draw"});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("| seq_len | variant = f64 | variant = f |"));
@@ -230,11 +230,11 @@ TEST_CASE("plot names an inf ratio instead of dropping the variant", "[cli][plot
   CHECK_THAT(r.out, Catch::Contains("2 non-finite"));
   // With no finite ratio at all, the error counts the infinite ones instead of calling them
   // "without a value" (b64's rows, which have no ratio_to, are the ones without).
-  const fs::path only = small_run(
-      "plot_only_inf", R"([{"name": "b64", "algorithm": "baseline", "policy": "fp64"},
+  const fs::path only =
+      small_run("plot_only_inf", R"([{"name": "b64", "algorithm": "baseline", "policy": "fp64"},
       {"name": "f64", "algorithm": "flash2", "policy": "fp64", "ratio_to": "b64"}])");
-  const Result none = run_cli({"plot", only.string(), "--metric", "ratio_max_abs", "--x",
-                               "seq_len", "--no-draw"});
+  const Result none =
+      run_cli({"plot", only.string(), "--metric", "ratio_max_abs", "--x", "seq_len", "--no-draw"});
   INFO(none.err);
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("2 with a non-finite value"));

@@ -22,8 +22,8 @@ Json row(const std::string& variant, int seq_len, int block_c, int trial, double
          const std::string& status = "ok") {
   Json r;
   r["record"] = "row";
-  r["point_id"] = "p" + std::to_string(seq_len) + "_" + std::to_string(block_c) + "_" +
-                  std::to_string(trial);
+  r["point_id"] =
+      "p" + std::to_string(seq_len) + "_" + std::to_string(block_c) + "_" + std::to_string(trial);
   r["trial"] = trial;
   r["seed"] = 100 + trial;
   r["seq_len"] = seq_len;
@@ -43,14 +43,17 @@ PivotSpec spec(const std::string& x, const std::string& series) {
   return s;
 }
 
-
 TEST_CASE("pivot: mean, min, max, sample std and n per cell, numeric x sorted by value",
           "[experiment][pivot]") {
   // seq_len 1024 comes first in the rows: as text "1024" < "256", by value it is last.
   std::vector<Json> rows = {
-      row("flash2", 1024, 64, 0, 7), row("flash2", 1024, 64, 1, 9),
-      row("flash2", 256, 64, 0, 1),  row("flash2", 256, 64, 1, 2), row("flash2", 256, 64, 2, 3),
-      row("baseline", 256, 64, 0, 4), row("baseline", 256, 64, 1, 0, "failed: boom"),
+      row("flash2", 1024, 64, 0, 7),
+      row("flash2", 1024, 64, 1, 9),
+      row("flash2", 256, 64, 0, 1),
+      row("flash2", 256, 64, 1, 2),
+      row("flash2", 256, 64, 2, 3),
+      row("baseline", 256, 64, 0, 4),
+      row("baseline", 256, 64, 1, 0, "failed: boom"),
   };
   Json no_value = row("baseline", 1024, 64, 0, 0);
   no_value.erase("rmse");
@@ -172,15 +175,18 @@ TEST_CASE("pivot: the 95% interval of a cell is Student's t below 20 trials, a b
 TEST_CASE("pivot markdown: a | or a newline in a name cannot break the table",
           "[experiment][pivot]") {
   const std::vector<Json> rows = {row("a|b\nc", 256, 64, 0, 1)};
-  const std::string md = attndev::experiment::pivot_markdown(make_pivot(rows, spec("seq_len", "variant")));
+  const std::string md =
+      attndev::experiment::pivot_markdown(make_pivot(rows, spec("seq_len", "variant")));
   CHECK(md.find("| seq_len | variant = a\\|b c |") != std::string::npos);
 }
 
 TEST_CASE("pivot: facets split cells, a varying axis left off the figure is refused",
           "[experiment][pivot]") {
   const std::vector<Json> rows = {
-      row("flash2", 256, 32, 0, 1), row("flash2", 256, 32, 1, 3),
-      row("flash2", 256, 64, 0, 5), row("flash2", 256, 64, 1, 7),
+      row("flash2", 256, 32, 0, 1),
+      row("flash2", 256, 32, 1, 3),
+      row("flash2", 256, 64, 0, 5),
+      row("flash2", 256, 64, 1, 7),
   };
   // block_c varies but is on no axis of the figure: averaging 32 with 64 would pass for trials.
   try {

@@ -101,8 +101,7 @@ TEST_CASE("only keeps the named stages and makes the rest fp64, raise moves narr
   const PrecisionPolicy only_prob = apply_stage_spec(kernel, parsed("only:prob"));
   // The inputs stay bf16: every row of an attribution measures the same rounded data.
   for (Stage s : attndev::numerics::kAllStages)
-    CHECK(only_prob[s] ==
-          (s == Stage::prob || s == Stage::input ? Format::bf16 : Format::fp64));
+    CHECK(only_prob[s] == (s == Stage::prob || s == Stage::input ? Format::bf16 : Format::fp64));
   CHECK(only_prob.model == kernel.model);
 
   const PrecisionPolicy framework = preset("framework-bf16");

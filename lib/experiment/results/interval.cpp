@@ -35,9 +35,8 @@ double beta_fraction(double a, double b, double x) {
 double incomplete_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double front =
-      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
-               b * std::log1p(-x));
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                a * std::log(x) + b * std::log1p(-x));
   // The fraction converges fast for x < (a + 1) / (a + b + 2); use the symmetry otherwise.
   if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
   return 1 - front * beta_fraction(b, a, 1 - x) / b;
@@ -90,7 +89,8 @@ Interval mean_interval_95(std::span<const double> values) {
   if (n < kBootstrapMinimum) {
     double ss = 0;
     for (double v : values) ss += (v - mean) * (v - mean);
-    const double se = std::sqrt(ss / static_cast<double>(n - 1)) / std::sqrt(static_cast<double>(n));
+    const double se =
+        std::sqrt(ss / static_cast<double>(n - 1)) / std::sqrt(static_cast<double>(n));
     const double half = student_t_quantile(0.975, static_cast<double>(n - 1)) * se;
     return {mean - half, mean + half, IntervalMethod::t};
   }

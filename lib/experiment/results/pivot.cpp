@@ -90,8 +90,8 @@ void require_column(const std::vector<Json>& rows, const std::string& column,
   for (const Json& row : rows) {
     if (row.contains(column)) return;
   }
-  throw PivotError(option + " " + column + ": no row has this column; columns of these rows: " +
-                   known_columns(rows));
+  throw PivotError(option + " " + column +
+                   ": no row has this column; columns of these rows: " + known_columns(rows));
 }
 
 struct CellKey {
@@ -127,8 +127,8 @@ void check_same_experiment(CellValues& cell, const Json& row,
     if (!inserted && it->second != value) {
       throw PivotError(column + " takes more than one value (" + it->second + ", " + value +
                        ") within one cell of the figure, which would average different "
-                       "experiments as if they were trials: put " + column +
-                       " on --series, --row or --col, or plot a run where it is fixed");
+                       "experiments as if they were trials: put " +
+                       column + " on --series, --row or --col, or plot a run where it is fixed");
     }
   }
 }
@@ -166,8 +166,7 @@ void fill_stats(PivotCell& cell, const std::vector<double>& v) {
 using io::Json;
 
 bool is_trial_column(const std::string& column) {
-  return column == "trial" || column == "seed" || column == "point_id" ||
-         column == "point_index";
+  return column == "trial" || column == "seed" || column == "point_id" || column == "point_index";
 }
 
 Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
@@ -180,8 +179,9 @@ Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
   if (!spec.col.empty()) require_column(rows, spec.col, "--col");
   for (const std::string* c : {&spec.x, &spec.series, &spec.row, &spec.col}) {
     if (is_trial_column(*c)) {
-      throw PivotError(*c + " identifies a trial, not an experiment: the spread over trials is "
-                            "what each cell shows; choose an axis or variant column");
+      throw PivotError(*c +
+                       " identifies a trial, not an experiment: the spread over trials is "
+                       "what each cell shows; choose an axis or variant column");
     }
   }
 
@@ -303,10 +303,9 @@ std::string markdown_cell(const PivotCell& c, bool ci) {
   if (c.n > 0) {
     // Appended piece by piece: GCC 12 reports a false -Wrestrict for "literal" + rvalue
     // string chains inlined here.
-    for (const std::string& piece :
-         {short_number(c.mean), std::string(" ("), short_number(c.min), std::string(".."),
-          short_number(c.max), std::string(", sd "), short_number(c.std), std::string(", n "),
-          std::to_string(c.n)})
+    for (const std::string& piece : {short_number(c.mean), std::string(" ("), short_number(c.min),
+                                     std::string(".."), short_number(c.max), std::string(", sd "),
+                                     short_number(c.std), std::string(", n "), std::to_string(c.n)})
       text += piece;
     if (ci && c.ci.method != IntervalMethod::none) {
       text.append(", 95% CI ").append(short_number(c.ci.low)).append("..");
@@ -328,8 +327,9 @@ std::string pivot_markdown(const Pivot& pivot) {
   using pivot_detail::one_line;
   const PivotSpec& s = pivot.spec;
   std::string out = "# " + one_line(s.metric + " by " + s.x + " and " + s.series) + "\n\n";
-  out += "Cells: mean over trials (min..max, sd = sample standard deviation, n = trials with a "
-         "finite value";
+  out +=
+      "Cells: mean over trials (min..max, sd = sample standard deviation, n = trials with a "
+      "finite value";
   if (s.ci)
     out += "; 95% CI of the mean: t = Student's t interval (fewer than " +
            std::to_string(kBootstrapMinimum) + " trials), bootstrap = percentile bootstrap of " +

@@ -30,7 +30,7 @@ struct PivotSpec {
 };
 
 struct PivotCell {
-  std::string row;     // facet labels ("" without the facet)
+  std::string row;  // facet labels ("" without the facet)
   std::string col;
   std::string series;  // label of the series value
   std::string x;       // label of the x value
@@ -54,11 +54,11 @@ struct Pivot {
   // Ordered by facet row, facet column, series, then x: each label in the order it first
   // appears in the rows (plan order), except that all-numeric labels sort by value.
   std::vector<PivotCell> cells;
-  bool x_numeric = false;    // every x label is a number: a line plot, not categories
+  bool x_numeric = false;  // every x label is a number: a line plot, not categories
   std::size_t rows_used = 0;
-  std::size_t rows_not_ok = 0;     // failed or skipped rows: no numbers to use
-  std::size_t rows_no_value = 0;   // ok rows without a number in the metric column
-  std::size_t rows_non_finite = 0; // ok rows whose number is nan or +-inf (in their cells)
+  std::size_t rows_not_ok = 0;      // failed or skipped rows: no numbers to use
+  std::size_t rows_no_value = 0;    // ok rows without a number in the metric column
+  std::size_t rows_non_finite = 0;  // ok rows whose number is nan or +-inf (in their cells)
 };
 
 // A request the rows cannot answer (unknown column, no values, a varying axis left out);
