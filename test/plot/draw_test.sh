@@ -23,6 +23,17 @@ cat > "$work/sweep.json" <<'JSON'
 JSON
 "$bin" -q run "$work/sweep.json" -o "$work/out" --no-summary
 
+# Where the plotting environment goes: with the scripts' tree where its build folder can be
+# written, else in the user's cache (a tree whose build/ cannot hold it stands in for an installed,
+# read-only one: as root every folder is writable).
+scripts="$(cd "$(dirname "$0")/../../scripts" && pwd)"
+[ "$(ATTNDEV_PLOT_VENV=/x/y bash "$scripts/plot-venv.sh" --where)" = /x/y ] || fail "ATTNDEV_PLOT_VENV ignored"
+[ "$(bash "$scripts/plot-venv.sh" --where)" = "$(dirname "$scripts")/build/venv-plot" ] ||
+  fail "the environment is not beside the scripts' tree"
+mkdir -p "$work/tree/scripts" && cp "$scripts/plot-venv.sh" "$work/tree/scripts/" && : > "$work/tree/build"
+[ "$(XDG_CACHE_HOME="$work/cache" bash "$work/tree/scripts/plot-venv.sh" --where)" = "$work/cache/attndev/venv-plot" ] ||
+  fail "a tree whose build/ cannot hold the environment does not fall back to the user's cache"
+
 status=0
 "$bin" plot "$work/out" --metric ratio_max_abs --x seq_len --series block_c --format svg \
   >"$work/stdout" 2>"$work/stderr" || status=$?
