@@ -15,7 +15,8 @@
 #include "attention/attention.hpp"
 #include "commands.hpp"
 #include "experiment/spec/inputs.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
+#include "io/json_values.hpp"
 #include "io/provenance.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
@@ -26,17 +27,13 @@ namespace attndev::app {
 
 // "1.234e-05", or "nan" / "inf" / "-inf": never printf's platform-dependent spellings.
 inline std::string format_number(double x, int digits = 3) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*e", digits, x);
-  return buf;
+  const std::string format = "%." + std::to_string(digits) + "e";
+  return io::format_double(x, format.c_str());
 }
 
 // A JSON number, or the strings "nan" / "inf" / "-inf" (results never carry null).
 inline nlohmann::json json_number(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (const std::string_view text = io::nonfinite_text(x); !text.empty()) return std::string(text);
   return x;
 }
 
@@ -68,7 +65,7 @@ inline numerics::PrecisionPolicy parse_policy_arg(std::string_view text, std::st
   std::string_view trimmed = text;
   while (!trimmed.empty() && trimmed.front() == ' ') trimmed.remove_prefix(1);
   if (!trimmed.empty() && trimmed.front() == '{') {
-    if (const auto deep = io::json_depth_error(trimmed))
+    if (const auto deep = io::json_text_error(trimmed))
       throw UsageError(std::string(flag) + ": the JSON is " + *deep);
     try {
       value = nlohmann::json::parse(trimmed);

@@ -53,6 +53,9 @@ void add_merge_command(cli::Command& app) {
     for (const std::string& problem : r.malformed_rows)
       std::fprintf(stderr, "attndev merge: warning: %s/%s: row dropped, its point is missing\n",
                    dir->c_str(), problem.c_str());
+    for (const std::string& conflict : r.conflicting_rows)
+      std::fprintf(stderr, "attndev merge: warning: %s/%s: contradictory row dropped\n",
+                   dir->c_str(), conflict.c_str());
     if (*json) {
       print_merge_json(r);
       if (!r.missing_ids.empty()) throw CommandExit{kExitFailure};

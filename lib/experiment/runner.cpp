@@ -88,40 +88,10 @@ ExternalContext external_context(const Variant& variant, const Point& point,
   return context;
 }
 
-// Why nothing at this point can be compared for inputs in `format`, or nullopt: inputs that
-// overflow the format when rounded (outlier(1e6, 1) or normal(0, 1e5) at fp16 round to inf) make
-// every output and the golden inf, NaN or a degenerate 0, and a metric of such a pair would read
-// as a clean "ok" with zeros or as silent NaNs.
-std::optional<std::string> unmeasurable(const measure::References::Reference& ref,
-                                        numerics::Format format) {
-  const std::pair<const char*, const attention::Tensor*> tensors[] = {
-      {"Q", &ref.inputs.q}, {"K", &ref.inputs.k}, {"V", &ref.inputs.v}};
-  for (const auto& [name, t] : tensors) {
-    const auto bad =
-        std::find_if(t->data.begin(), t->data.end(), [](double x) { return !std::isfinite(x); });
-    if (bad != t->data.end())
-      return "inputs overflow " + std::string(numerics::format_name(format)) + ": " + name +
-             " holds " +
-             std::to_string(
-                 std::count_if(bad, t->data.end(), [](double x) { return !std::isfinite(x); })) +
-             " value(s) that round to inf (first at flat index " +
-             std::to_string(bad - t->data.begin()) +
-             "); use a distribution whose values fit the input format";
-  }
-  const auto& golden = ref.golden.output.o.data;
-  const auto bad =
-      std::find_if(golden.begin(), golden.end(), [](double x) { return !std::isfinite(x); });
-  if (bad != golden.end())
-    return "the FP64 golden is not finite (first at flat index " +
-           std::to_string(bad - golden.begin()) + ") for inputs in " +
-           std::string(numerics::format_name(format)) + "; scale the inputs down";
-  return std::nullopt;
-}
-
 Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& cache,
                    const RunOptions& options) {
   const measure::References::Reference& ref = cache.references.for_format(variant.policy.input);
-  if (const auto why = unmeasurable(ref, variant.policy.input)) {
+  if (const auto& why = ref.unmeasurable) {
     Evaluated e;
     e.outcome.status = Status::skipped(*why);
     return e;
@@ -198,13 +168,26 @@ void repair_results(const Config& config, const Plan& plan, const RunOptions& op
               report.results_file.string(), repair.superseded);
 }
 
-// This shard's points that are not yet in the folder, and (options.retry_failed) those with a
-// failed row, in plan order. A retried point's new rows supersede its old ones as a whole
-// (load_results), so ratios never mix a point's old and new rows.
-std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
+// A point of this shard with work left: the variants to compute (a row missing, of an edited
+// variant, or failed when options.retry_failed) and the rows kept for the others, which the new
+// rows' ratios are taken against.
+struct PendingPoint {
+  const Point* point = nullptr;
+  std::vector<bool> compute;  // per variant
+  std::vector<Json> kept;     // per variant; null where computed
+};
+
+// This shard's points with work left, in plan order.
+std::vector<PendingPoint> pending_points(const Config& config, const Plan& plan,
                                          const RunOptions& options, std::size_t shard_count,
                                          const Json& inputs_hashes, RunReport& report) {
-  const StoredResults stored = load_results(options.dir, config, plan);
+  StoredResults stored = load_results(options.dir, config, plan);
+  for (std::size_t i = 0; i < stored.conflicting_rows.size() && i < 10; ++i)
+    log::warn("{}/{}: contradictory row dropped", options.dir.string(), stored.conflicting_rows[i]);
+  if (stored.conflicting_rows.size() > 10)
+    log::warn("... and {} more contradictory row(s)", stored.conflicting_rows.size() - 10);
+  if (stored.stale_rows)
+    log::info("{} row(s) of edited variants are recomputed", stored.stale_rows);
   // Rows measured on other contents of an inputs file are never resumed as these.
   for (const auto& [path, hash] : inputs_hashes.items())
     if (stored.inputs_hashes.contains(path) &&
@@ -215,22 +198,44 @@ std::vector<const Point*> pending_points(const Config& config, const Plan& plan,
                            stored.inputs_hashes[path].get<std::string>() +
                            ": the file changed. Put the original back, or start over with "
                            "--force (or another -o folder)");
-  std::set<std::string> failed;
-  for (const Json& row : stored.rows)
-    if (row_status(row).kind == StatusKind::failed)
-      failed.insert(row["point_id"].get<std::string>());
-  std::vector<const Point*> pending;
+  // Every stored row by point, one slot per variant (complete points' rows, then partial ones).
+  std::map<std::string, std::vector<Json>> slots = std::move(stored.partial);
+  std::map<std::string, std::size_t> variant_index;
+  for (std::size_t v = 0; v < config.variants.size(); ++v)
+    variant_index[config.variants[v].name] = v;
+  for (Json& row : stored.rows) {
+    // Both looked up before the row is moved: the assignment's right side is evaluated first.
+    const std::size_t v = variant_index.at(row["variant"].get<std::string>());
+    std::vector<Json>& s = slots[row["point_id"].get<std::string>()];
+    s.resize(config.variants.size());
+    s[v] = std::move(row);
+  }
+  std::vector<PendingPoint> pending;
+  const std::vector<std::uint32_t> shards = assign_shards(plan, shard_count);
   for (const Point& p : plan.points) {
-    if (shard_of(p, shard_count) != options.shard_index) continue;
+    if (shards[p.index] != options.shard_index) continue;
     ++report.shard_points;
-    if (!stored.done_points.count(p.id)) {
-      pending.push_back(&p);
-    } else if (options.retry_failed && failed.count(p.id)) {
-      ++report.retried;
-      pending.push_back(&p);
-    } else {
-      ++report.already_done;
+    PendingPoint todo{&p, std::vector<bool>(config.variants.size(), true),
+                      std::vector<Json>(config.variants.size())};
+    const auto found = slots.find(p.id);
+    bool any_failed = false;
+    if (found != slots.end()) {
+      for (std::size_t v = 0; v < config.variants.size(); ++v) {
+        const Json& row = found->second[v];
+        if (row.is_null()) continue;
+        const bool failed = row_status(row).kind == StatusKind::failed;
+        any_failed = any_failed || failed;
+        if (failed && options.retry_failed) continue;
+        todo.compute[v] = false;
+        todo.kept[v] = row;
+      }
     }
+    if (std::none_of(todo.compute.begin(), todo.compute.end(), [](bool c) { return c; })) {
+      ++report.already_done;
+      continue;
+    }
+    if (stored.done_points.count(p.id) && any_failed) ++report.retried;
+    pending.push_back(std::move(todo));
   }
   if (report.already_done)
     log::info("resuming: {} of {} points already in {}", report.already_done, report.shard_points,
@@ -285,6 +290,7 @@ Json run_record(const Config& config, const RunOptions& options, std::size_t sha
   record["provenance"] = io::to_json(options.provenance);
   record["shard"] = std::to_string(options.shard_index) + "/" + std::to_string(shard_count);
   record["config_hash"] = config.hash;
+  record["points_hash"] = config.points_hash;
   record["config_text"] = options.config_text;
   record["pending_points"] = pending;
   if (!inputs_hashes.empty()) record["inputs_hashes"] = inputs_hashes;
@@ -292,25 +298,32 @@ Json run_record(const Config& config, const RunOptions& options, std::size_t sha
 }
 
 // Points grouped by input set, each set in the plan order of its first point.
-std::vector<std::vector<const Point*>> input_sets(const std::vector<const Point*>& pending) {
-  std::vector<std::vector<const Point*>> groups;
+std::vector<std::vector<const PendingPoint*>> input_sets(const std::vector<PendingPoint>& pending) {
+  std::vector<std::vector<const PendingPoint*>> groups;
   std::unordered_map<std::string, std::size_t> group_of;
-  for (const Point* p : pending) {
-    auto [it, inserted] = group_of.emplace(p->input_key, groups.size());
+  for (const PendingPoint& p : pending) {
+    auto [it, inserted] = group_of.emplace(p.point->input_key, groups.size());
     if (inserted) groups.emplace_back();
-    groups[it->second].push_back(p);
+    groups[it->second].push_back(&p);
   }
   return groups;
 }
 
-// Every variant of one point; nullopt when a stop was requested before the last one finished
-// (the point in flight is then not written, and a rerun redoes it).
-std::optional<std::vector<Evaluated>> evaluate_point(const Config& config, const Point& point,
+// The variants of one point that `todo` computes, and the output references their ref_* columns
+// compare with; nullopt when a stop was requested before the last one finished (the point in
+// flight is then not written, and a rerun redoes it).
+std::optional<std::vector<Evaluated>> evaluate_point(const Config& config, const PendingPoint& todo,
                                                      InputSetCache& cache,
                                                      const RunOptions& options) {
+  const Point& point = *todo.point;
   auto stop = [&] { return options.stop_requested && options.stop_requested(); };
+  std::vector<bool> needed = todo.compute;
+  for (std::size_t v = 0; v < config.variants.size(); ++v)
+    if (todo.compute[v] && config.output_reference(v) >= 0)
+      needed[static_cast<std::size_t>(config.output_reference(v))] = true;
   std::vector<Evaluated> results(config.variants.size());
   for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    if (!needed[v]) continue;
     if (stop()) return std::nullopt;
     const Variant& variant = config.variants[v];
     if (tile_independent(variant)) {
@@ -333,6 +346,7 @@ void dump_point(const Config& config, const Point& point, const InputSetCache& c
                 const std::vector<Evaluated>& results, const RunOptions& options) {
   DumpWriter dump;
   dump.dir = options.dir / "dump" / point.id;
+  dump.owned_from = options.dir;
   dump.base = point_metadata(point, io::to_json(options.provenance));
   for (const auto& [format, ref] : cache.references.computed()) {
     dump.inputs(ref.inputs, format);
@@ -343,22 +357,34 @@ void dump_point(const Config& config, const Point& point, const InputSetCache& c
       dump.variant(config.variants[v], results[v].outcome.status, results[v].outcome.output.o);
 }
 
-std::vector<Json> point_rows(const Config& config, const Point& point,
+// The rows `todo` computes, with their ratios taken against the variants' rows at this point
+// (computed now or kept), each carrying its variant's key.
+std::vector<Json> point_rows(const Config& config, const PendingPoint& todo,
                              const std::vector<Evaluated>& results) {
-  std::vector<Json> rows;
+  std::vector<Json> rows(config.variants.size());
   for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    if (!todo.compute[v]) {
+      rows[v] = todo.kept[v];
+      continue;
+    }
     std::optional<ReferenceComparison> ref;
     const int r = config.output_reference(v);
     if (r >= 0)
       ref = compare_to_reference(config.variants[v], results[v],
                                  config.variants[static_cast<std::size_t>(r)],
                                  results[static_cast<std::size_t>(r)]);
-    rows.push_back(make_row(point, config.variants[v], results[v].outcome,
-                            results[v].deviation ? &*results[v].deviation : nullptr,
-                            ref ? &*ref : nullptr));
+    rows[v] =
+        make_row(*todo.point, config.variants[v], results[v].outcome,
+                 results[v].deviation ? &*results[v].deviation : nullptr, ref ? &*ref : nullptr);
   }
   fill_ratios(rows, config);
-  return rows;
+  std::vector<Json> computed;
+  for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    if (!todo.compute[v]) continue;
+    rows[v]["variant_key"] = config.variant_keys[v];
+    computed.push_back(std::move(rows[v]));
+  }
+  return computed;
 }
 
 // Rows of this shard's points now on disk (resumed ones included), by status; then the tables of
@@ -366,9 +392,9 @@ std::vector<Json> point_rows(const Config& config, const Point& point,
 void finish(const Config& config, const Plan& plan, const RunOptions& options,
             std::size_t shard_count, RunReport& report) {
   const StoredResults now = load_results(options.dir, config, plan);
+  const std::vector<std::uint32_t> shards = assign_shards(plan, shard_count);
   for (const Json& row : now.rows) {
-    const Point& p = plan.points[row["point_index"].get<std::size_t>()];
-    if (shard_of(p, shard_count) != options.shard_index) continue;
+    if (shards[row["point_index"].get<std::size_t>()] != options.shard_index) continue;
     switch (row_status(row).kind) {
       case StatusKind::ok:
         ++report.rows_ok;
@@ -404,7 +430,7 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   const FolderIdentity folder = folder_identity(options.dir);
   repair_results(config, plan, options, report);
   const Json inputs_hashes = inputs_content_hashes(config);
-  const std::vector<const Point*> pending =
+  const std::vector<PendingPoint> pending =
       pending_points(config, plan, options, shard_count, inputs_hashes, report);
   io::JsonlAppender out(report.results_file);
   out.append({run_record(config, options, shard_count, pending.size(), inputs_hashes)});
@@ -421,17 +447,18 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   std::size_t done = report.already_done;
   if (options.on_progress) options.on_progress(done, report.shard_points);
   for (const auto& group : input_sets(pending)) {
-    InputSetCache cache =
-        make_input_set_cache(*group.front(), options.threads, work_root / group.front()->input_key);
-    for (const Point* point : group) {
+    const Point& first = *group.front()->point;
+    InputSetCache cache = make_input_set_cache(first, options.threads, work_root / first.input_key);
+    for (const PendingPoint* todo : group) {
+      const Point* point = todo->point;
       const std::optional<std::vector<Evaluated>> results =
-          evaluate_point(config, *point, cache, options);
+          evaluate_point(config, *todo, cache, options);
       if (!results) {
         report.interrupted = true;
         break;
       }
       if (config.dump) dump_point(config, *point, cache, *results, options);
-      out.append(point_rows(config, *point, *results));
+      out.append(point_rows(config, *todo, *results));
       check_folder(options.dir, folder);
       ++report.ran;
       ++done;

@@ -2,12 +2,25 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace attndev::io {
 
-Json number_json(double value) {
+std::string_view nonfinite_text(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return {};
+}
+
+std::string format_double(double value, const char* printf_format) {
+  if (const std::string_view text = nonfinite_text(value); !text.empty()) return std::string(text);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, printf_format, value);
+  return buffer;
+}
+
+Json number_json(double value) {
+  if (const std::string_view text = nonfinite_text(value); !text.empty()) return std::string(text);
   return value;
 }
 
@@ -31,8 +44,7 @@ bool json_to_double(const Json& value, double& out) {
 }
 
 std::string format_number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  if (const std::string_view text = nonfinite_text(value); !text.empty()) return std::string(text);
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);

@@ -7,10 +7,19 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace attndev::io {
 
 using Json = nlohmann::ordered_json;  // rows keep their column order in files
+
+// "nan", "inf" or "-inf" for a non-finite value, "" for a finite one: the one spelling of
+// non-finite numbers in every file, table and terminal line attndev writes (printf's spellings
+// differ by platform: "-nan", "Infinity").
+std::string_view nonfinite_text(double value);
+
+// `value` through a printf format of one double ("%.3g"), or nonfinite_text when not finite.
+std::string format_double(double value, const char* printf_format);
 
 // A finite double as a JSON number; NaN/inf as the strings "nan", "inf", "-inf".
 Json number_json(double value);

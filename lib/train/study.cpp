@@ -80,19 +80,11 @@ std::filesystem::path run_folder(const std::filesystem::path& out_dir, int repli
 namespace {
 
 std::string fmt(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
+  return io::format_double(x, "%.6g");
 }
 
 std::string short_fmt(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
-  return buf;
+  return io::format_double(x, "%.3g");
 }
 
 // "1.78", or "1.78 ± 0.21 [1.51, 2.02]" over several replicates.

@@ -36,7 +36,7 @@
 #include "experiment/spec/config.hpp"
 #include "experiment/match.hpp"
 #include "experiment/run/variant_runner.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "measure/measure.hpp"
 #include "metrics/deviation.hpp"
 #include "numerics/format.hpp"
@@ -93,7 +93,7 @@ attention::Inputs to_inputs(const Array4& q, const Array4& k, const Array4& v) {
 numerics::PrecisionPolicy parse_policy(const std::string& text, const char* keyword) {
   nlohmann::json value;
   if (text.find_first_not_of(' ') != std::string::npos && text[text.find_first_not_of(' ')] == '{') {
-    if (const auto deep = io::json_depth_error(text))
+    if (const auto deep = io::json_text_error(text))
       throw ArgumentError(std::string(keyword) + ": the JSON is " + *deep);
     try {
       value = nlohmann::json::parse(text);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "experiment/external_helpers.hpp"
@@ -20,6 +21,7 @@
 #include "experiment/results/result_row.hpp"
 #include "experiment/results/results_store.hpp"
 #include "experiment/run/external.hpp"
+#include "experiment/run/external_worker.hpp"
 #include "experiment/run/tensor_io.hpp"
 #include "experiment/runner.hpp"
 #include "experiment/spec/config.hpp"
@@ -33,10 +35,10 @@ using namespace attndev;
 using namespace attndev::experiment;
 using attndev::io::Json;
 using attndev::test::file_rows;
-using attndev::test::slurp;
-using attndev::test::write_text;
 using attndev::test::options_for;
+using attndev::test::slurp;
 using attndev::test::temp_dir;
+using attndev::test::write_text;
 
 namespace {
 
@@ -57,7 +59,7 @@ ExternalContext hardening_context(const fs::path& work_dir) {
 }
 
 ExternalResult run_hardened(const std::string& command, const ExternalContext& context,
-                           double timeout_s = 30) {
+                            double timeout_s = 30) {
   Variant::External e;
   e.command = command;
   e.timeout_s = timeout_s;
@@ -99,18 +101,16 @@ TEST_CASE("external: no folder name or axis value becomes shell syntax", "[harde
   const fs::path seen = marker.parent_path() / "seen";
 
   SECTION("unquoted placeholders arrive as one word each, unparsed") {
-    const ExternalResult r =
-        run_hardened("printf '%s\\n' {output} {distribution} > " + seen.string() + "; exit 3",
-                    context);
+    const ExternalResult r = run_hardened(
+        "printf '%s\\n' {output} {distribution} > " + seen.string() + "; exit 3", context);
     CHECK_THAT(r.status.text(), Catch::StartsWith("failed: external command exited with status 3"));
-    CHECK(slurp(seen) ==
-          (context.work_dir / "output.safetensors").string() + "\nnormal(0,1)\n");
+    CHECK(slurp(seen) == (context.work_dir / "output.safetensors").string() + "\nnormal(0,1)\n");
   }
   SECTION("nested shell code reads the values from the environment") {
-    const ExternalResult r = run_hardened(
-        "sh -c 'printf \"%s\" \"$ATTNDEV_OUTPUT\" > \"$0\"; exit 3' " + seen.string() +
-            " {inputs} {output}",
-        context);
+    const ExternalResult r =
+        run_hardened("sh -c 'printf \"%s\" \"$ATTNDEV_OUTPUT\" > \"$0\"; exit 3' " + seen.string() +
+                         " {inputs} {output}",
+                     context);
     CHECK_THAT(r.status.text(), Catch::StartsWith("failed: external command exited with status 3"));
     CHECK(slurp(seen) == (context.work_dir / "output.safetensors").string());
   }
@@ -179,9 +179,8 @@ TEST_CASE("external: stdout and stderr are kept as a bounded, escaped tail",
         context);
     const std::string status = r.status.text();
     CAPTURE(status);
-    CHECK(std::none_of(status.begin(), status.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    }));
+    CHECK(std::none_of(status.begin(), status.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }));
     CHECK_THAT(status, Catch::EndsWith("a\\x1b]0;retitled\\x07\\x1b[2J\\x00b\\xc2\\x9bc"));
   }
   SECTION("BoundedTail keeps the last bytes") {
@@ -197,11 +196,11 @@ TEST_CASE("external: no process of a command outlives its call", "[hardening][ex
   const fs::path pid_file = context.work_dir.parent_path() / "child.pid";
   SECTION("a background child of a command that exits") {
     run_hardened("sleep 60 & echo $! > " + pid_file.string() + "; exit 3 {inputs} {output}",
-                context);
+                 context);
   }
   SECTION("a setsid child of a command that exits") {
     run_hardened("setsid sleep 60 & echo $! > " + pid_file.string() + "; exit 3 {inputs} {output}",
-                context);
+                 context);
   }
   SECTION("a setsid child of a command that times out") {
     const ExternalResult r = run_hardened(
@@ -266,8 +265,7 @@ TEST_CASE("output folder: a FIFO shard file is refused by merge", "[hardening][f
   fs::remove_all(dir);
 }
 
-TEST_CASE("output folder: deleted mid-run is an error, never a clean exit",
-          "[hardening][folder]") {
+TEST_CASE("output folder: deleted mid-run is an error, never a clean exit", "[hardening][folder]") {
   const Config config = parse_config(kHardeningConfig);
   const fs::path dir = temp_dir("vanish");
   RunOptions o = options_for(dir);
@@ -306,8 +304,7 @@ TEST_CASE("config hash: presentation keys are out, everything else is in", "[har
   CHECK(parse_config(other).hash != base.hash);
 }
 
-TEST_CASE("config hash: a folder of the old hash is refused with what to do",
-          "[hardening][hash]") {
+TEST_CASE("config hash: a folder of the old hash is refused with what to do", "[hardening][hash]") {
   std::string text = kHardeningConfig;
   text.insert(text.find("\"axes\""), R"("description": "changes only the old hash", )");
   const Config config = parse_config(text);
@@ -317,41 +314,91 @@ TEST_CASE("config hash: a folder of the old hash is refused with what to do",
   manifest["config_hash"] = legacy_config_hash(manifest["config"]);
   REQUIRE(manifest["config_hash"].get<std::string>() != config.hash);
   write_text(dir / "run.json", manifest.dump(2));
-  CHECK_THROWS_WITH(read_manifest_config(dir), Catch::Contains("older attndev") &&
-                                                   Catch::Contains("--force"));
+  CHECK_THROWS_WITH(read_manifest_config(dir),
+                    Catch::Contains("older attndev") && Catch::Contains("--force"));
   CHECK_THROWS_WITH(run_experiment(config, make_plan(config), options_for(dir)),
                     Catch::Contains("older attndev"));
   fs::remove_all(dir);
 }
 
 TEST_CASE("rows of another config are never mixed in", "[hardening][hash]") {
+  // a and b differ in one variant's policy: the same points, so b's rows of the unchanged
+  // variant ("base", same key) are a's rows too, and its rows of "flash" are not.
   const Config a = parse_config(kHardeningConfig);
   std::string text = kHardeningConfig;
   text.replace(text.find("kernel-bf16"), 11, "kernel-fp16");
   const Config b = parse_config(text);
+  REQUIRE(a.points_hash == b.points_hash);
+  REQUIRE(a.variant_keys[0] == b.variant_keys[0]);
+  REQUIRE(a.variant_keys[1] != b.variant_keys[1]);
   const fs::path dir_a = temp_dir("mix_a"), dir_b = temp_dir("mix_b");
   RunOptions oa = options_for(dir_a), ob = options_for(dir_b);
   oa.shard_count = ob.shard_count = 2;
   ob.shard_index = 1;
   run_experiment(a, make_plan(a), oa);
   run_experiment(b, make_plan(b), ob);
+  const auto flash_keys = [](const std::vector<Json>& rows) {
+    std::set<std::string> keys;
+    for (const Json& r : rows)
+      if (r["variant"] == "flash") keys.insert(r["variant_key"].get<std::string>());
+    return keys;
+  };
 
-  SECTION("merge refuses a shard file of another config") {
+  SECTION("merge keeps b's rows of the unchanged variant and drops its rows of the edited one") {
     fs::copy_file(dir_b / "results.shard-1-of-2.jsonl", dir_a / "results.shard-1-of-2.jsonl");
-    CHECK_THROWS_WITH(merge_results(dir_a, oa.provenance),
-                      Catch::Contains(a.hash) && Catch::Contains(b.hash) &&
-                          Catch::Contains("results.shard-1-of-2.jsonl"));
+    const MergeReport merged = merge_results(dir_a, oa.provenance);
+    CHECK(flash_keys(file_rows(dir_a / "results.jsonl")) ==
+          std::set<std::string>{a.variant_keys[1]});
+    CHECK(merged.missing_ids.size() == merged.points_total - merged.points_present);
   }
-  SECTION("a run after run.json was deleted does not resume the old rows") {
+  SECTION("a run after run.json was deleted recomputes the edited variant's rows") {
     fs::remove(dir_b / "run.json");
     RunOptions o = options_for(dir_b);
     o.shard_count = 2;
     o.shard_index = 1;
-    CHECK_THROWS_WITH(run_experiment(a, make_plan(a), o),
-                      Catch::Contains(a.hash) && Catch::Contains(b.hash));
+    const RunReport r = run_experiment(a, make_plan(a), o);
+    const StoredResults stored = load_results(dir_b, a, make_plan(a));
+    CHECK(flash_keys(stored.rows) == std::set<std::string>{a.variant_keys[1]});
+    CHECK(r.ran >= 1);  // the points of the shard, for "flash" alone
   }
   fs::remove_all(dir_a);
   fs::remove_all(dir_b);
+}
+
+TEST_CASE("issue 38 item 3: an edited variant recomputes its rows alone", "[hardening][hash]") {
+  const Config a = parse_config(kHardeningConfig);
+  const fs::path dir = temp_dir("edit_variant");
+  run_experiment(a, make_plan(a), options_for(dir));
+  const std::vector<Json> before = file_rows(dir / "results.jsonl");
+  REQUIRE(before.size() == 4);
+  std::string text = kHardeningConfig;
+  text.replace(text.find("kernel-bf16"), 11, "kernel-fp16");
+  const Config b = parse_config(text);
+  // Accepted without --force: only a variant changed.
+  const RunReport r = run_experiment(b, make_plan(b), options_for(dir));
+  CHECK(r.ran == 2);
+  const std::vector<Json> after = file_rows(dir / "results.jsonl");
+  // The baseline's two rows kept as they were (same bytes), two new rows for "flash".
+  std::size_t kept = 0, flash_new = 0;
+  for (const Json& row : after) {
+    if (row["variant"] == "base") kept += std::count(before.begin(), before.end(), row) == 1;
+    if (row["variant"] == "flash" && row["variant_key"] == b.variant_keys[1]) ++flash_new;
+  }
+  CHECK(kept == 2);
+  CHECK(flash_new == 2);
+  const StoredResults stored = load_results(dir, b, make_plan(b));
+  CHECK(stored.rows.size() == 4);
+  for (const Json& row : stored.rows)
+    if (row["variant"] == "flash") CHECK(row["policy"] == "kernel-fp16");
+  // Its ratios are taken against the kept baseline rows.
+  for (const Json& row : stored.rows)
+    if (row["variant"] == "flash") CHECK(row.contains("ratio_rmse"));
+  // A change of the points is still another experiment.
+  const std::vector<std::string> other_points = {"seq_len=[56]"};
+  const Config c = parse_config(text, other_points);
+  CHECK_THROWS_WITH(run_experiment(c, make_plan(c), options_for(dir)),
+                    Catch::Contains("holds results of another config"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("rows measured on other contents of an inputs file are never mixed in",
@@ -360,9 +407,8 @@ TEST_CASE("rows measured on other contents of an inputs file are never mixed in"
   const fs::path file = temp_dir("inputs_file") / "qkv.safetensors";
   fs::create_directories(file.parent_path());
   auto write_inputs = [&](std::uint64_t seed) {
-    const attention::Inputs in =
-        inputs::make_inputs(attention::Shape{1, 1, 16, 16, 8}, inputs::Distribution{}, seed,
-                            numerics::Format::fp32);
+    const attention::Inputs in = inputs::make_inputs(
+        attention::Shape{1, 1, 16, 16, 8}, inputs::Distribution{}, seed, numerics::Format::fp32);
     write_inputs_file(file, in, numerics::Format::fp32, {});
   };
   write_inputs(1);
@@ -385,7 +431,8 @@ TEST_CASE("inputs that overflow the input format are not a clean ok", "[hardenin
     CAPTURE(dist);
     const Config config = parse_config(
         std::string(R"({"name": "ovf", "axes": {"seq_len": 16, "head_dim": 8, "distribution": ")") +
-        dist + R"("}, "variants": [{"name": "f", "algorithm": "flash2", "policy": "kernel-fp16"}]})");
+        dist +
+        R"("}, "variants": [{"name": "f", "algorithm": "flash2", "policy": "kernel-fp16"}]})");
     const fs::path dir = temp_dir("overflow");
     const RunReport report = run_experiment(config, make_plan(config), options_for(dir));
     CHECK(report.rows_ok == 0);
@@ -441,4 +488,91 @@ TEST_CASE("failed points are retried by the next run unless --no-retry", "[harde
   CHECK(r.ran == 0);
   fs::remove_all(dir);
   fs::remove_all(flag.parent_path());
+}
+
+namespace {
+
+// Processes whose command line is exactly `argv` (NUL-separated in /proc/<pid>/cmdline).
+int processes_with_cmdline(const std::string& argv) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    n += slurp(entry.path() / "cmdline") == argv;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("issue 39 row 16: a worker that never says ready is started once per run",
+          "[experiment][worker]") {
+  const Config config = parse_config(R"({"name": "never", "axes": {"seq_len": [16, 24, 33],
+      "head_dim": 8}, "variants": [{"name": "never-ready", "external": {"worker": "sleep 60",
+      "start_timeout": 0.5}}]})");
+  const Plan plan = make_plan(config);
+  const fs::path dir = temp_dir("never_ready");
+  const int before = workers_started();
+  run_experiment(config, plan, options_for(dir));
+  // Not three starts of 0.5 s each (60 s each with the default start timeout).
+  CHECK(workers_started() - before == 1);
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 3);
+  int remembered = 0;
+  for (const Json& r : rows) {
+    CHECK_THAT(r["status"].get<std::string>(),
+               Catch::StartsWith("failed: external worker timed out after 0.5 s at start"));
+    remembered += r["status"].get<std::string>().find("not started again") != std::string::npos;
+  }
+  CHECK(remembered == 2);
+  end_workers();
+  fs::remove_all(dir);
+}
+
+TEST_CASE("issue 39 row 16: a daemon a worker started with setsid ends with the worker",
+          "[experiment][worker]") {
+  // `setsid` puts the sleep in a session and group of its own: killing the worker's group misses
+  // it. The marker in its environment does not.
+  const std::string seconds = std::to_string(3000 + ::getpid() % 1000) + ".5";
+  const std::string argv = std::string("sleep") + '\0' + seconds + '\0';
+  const std::string command =
+      "setsid sleep " + seconds +
+      R"( & echo '{"ready": true}' >&3; while read line; do echo '{"id": 1, "status": "skipped", "reason": "test"}' >&3; done)";
+  const Config config = parse_config(
+      R"({"name": "daemon", "axes": {"seq_len": [16], "head_dim": 8}, "variants": [{"name": "d",
+      "external": {"worker": )" +
+      Json(command).dump() + "}}]}");
+  const fs::path dir = temp_dir("worker_daemon");
+  run_experiment(config, make_plan(config), options_for(dir));
+  CHECK(processes_with_cmdline(argv) == 1);  // the daemon runs while its worker does
+  end_workers();
+  CHECK(processes_with_cmdline(argv) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("issue 38 item 3: an external's env reaches its command and stays out of its key",
+          "[hardening][external]") {
+  const auto config_with = [](const std::string& greeting) {
+    return parse_config(R"({"name": "env", "axes": {"seq_len": [16], "head_dim": 8},
+        "variants": [{"name": "x", "env": {"GREETING": ")" +
+                        greeting + R"("}, "external":
+        "test \"$GREETING\" = hello && exit 77; exit 3; echo {inputs} {output}"}]})");
+  };
+  const Config hello = config_with("hello"), other = config_with("bye");
+  CHECK(hello.variant_keys == other.variant_keys);
+  CHECK(hello.points_hash == other.points_hash);
+  const fs::path dir = temp_dir("env_var");
+  run_experiment(hello, make_plan(hello), options_for(dir));
+  const std::vector<Json> rows = file_rows(dir / "results.jsonl");
+  REQUIRE(rows.size() == 1);
+  // exit 77 is "cannot run here": the command saw GREETING=hello.
+  CHECK_THAT(rows[0]["status"].get<std::string>(), Catch::StartsWith("skipped"));
+  fs::remove_all(dir);
+  CHECK_THROWS_WITH(parse_config(R"({"name": "e", "axes": {"seq_len": [16]}, "variants": [
+      {"name": "x", "env": {"ATTNDEV_INPUTS": "x"}, "external": "c {inputs} {output}"}]})"),
+                    Catch::Contains("variants[0].env.ATTNDEV_INPUTS"));
+  CHECK_THROWS_WITH(parse_config(R"({"name": "e", "axes": {"seq_len": [16]}, "variants": [
+      {"name": "x", "env": {"1X": "x"}, "external": "c {inputs} {output}"}]})"),
+                    Catch::Contains("not a variable name"));
 }

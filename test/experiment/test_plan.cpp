@@ -2,6 +2,7 @@
 // stable point ids, shard partition.
 #include <catch2/catch.hpp>
 
+#include <numeric>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -132,19 +133,55 @@ TEST_CASE("seq_len_kv resolving to an existing point is reported, not run twice"
   CHECK_THAT(plan.skipped[0].reason, Catch::Contains("earlier point"));
 }
 
-TEST_CASE("shards partition the points", "[plan]") {
-  const Plan plan = make_plan(parse_config(config_text(
-      R"({"seq_len": [64, 128, 256, 512], "block_c": [16, 32, 64]})", R"("trials": 3)")));
-  for (std::size_t n : {1u, 2u, 3u, 7u}) {
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      for (const Point& p : plan.points) total += shard_of(p, n) == i;
-    CHECK(total == plan.points.size());
+namespace {
+
+// The FLOPs of each shard of `count` under assign_shards.
+std::vector<double> shard_loads(const Plan& plan, std::size_t count) {
+  std::vector<double> load(count, 0.0);
+  const std::vector<std::uint32_t> shard = assign_shards(plan, count);
+  REQUIRE(shard.size() == plan.points.size());
+  for (const Point& p : plan.points) {
+    REQUIRE(shard[p.index] < count);
+    load[shard[p.index]] += point_flops(p);
   }
-  // Ids spread: with 36 points and 3 shards, no shard is empty.
-  std::set<std::size_t> used;
-  for (const Point& p : plan.points) used.insert(shard_of(p, 3));
-  CHECK(used.size() == 3);
+  return load;
+}
+
+}  // namespace
+
+TEST_CASE("shards partition the points, balanced by cost and the same on every call", "[plan]") {
+  // Issue 38 item 4: by id hash the four shards of a sweep held 299 / 201 / 123 / 128 GFLOP.
+  // Point costs here span 256x (seq_len 64..1024, squared) and three trials.
+  const Plan plan = make_plan(parse_config(config_text(
+      R"({"seq_len": [64, 128, 256, 512, 1024], "block_c": [16, 32, 64], "causal": [false, true]})",
+      R"("trials": 3)")));
+  double largest_point = 0, total = 0;
+  for (const Point& p : plan.points) {
+    largest_point = std::max(largest_point, point_flops(p));
+    total += point_flops(p);
+  }
+  for (std::size_t n : {1u, 2u, 3u, 4u, 7u, 16u}) {
+    const std::vector<double> load = shard_loads(plan, n);
+    const double sum = std::accumulate(load.begin(), load.end(), 0.0);
+    CHECK(sum == Approx(total).epsilon(1e-12));  // every point in exactly one shard
+    const double mean = sum / static_cast<double>(n);
+    const double largest = *std::max_element(load.begin(), load.end());
+    INFO("shards " << n << ": largest " << largest << ", mean " << mean << ", largest point "
+                   << largest_point);
+    CHECK(largest <= std::max(1.10 * mean, largest_point));
+    CHECK(assign_shards(plan, n) == assign_shards(plan, n));
+  }
+  // 4 shards of these 90 points: within 10% of the mean (no single point outweighs that).
+  const std::vector<double> four = shard_loads(plan, 4);
+  const double mean4 = std::accumulate(four.begin(), four.end(), 0.0) / 4;
+  CHECK(*std::max_element(four.begin(), four.end()) <= 1.10 * mean4);
+}
+
+TEST_CASE("one point heavier than a shard's share gets a shard to itself", "[plan]") {
+  const Plan plan = make_plan(parse_config(config_text(R"({"seq_len": [16, 32, 64, 4096]})")));
+  const std::vector<double> load = shard_loads(plan, 2);
+  const double heaviest = point_flops(plan.points.back());
+  CHECK(*std::max_element(load.begin(), load.end()) == heaviest);
 }
 
 TEST_CASE("a plan of a million axis combinations expands (expansion is not quadratic)",

@@ -5,6 +5,8 @@
 
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
+#include "experiment/spec/memory.hpp"
+#include "io/memory.hpp"
 #include "io/atomic_file.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
@@ -32,6 +34,9 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   const OutputLock lock = lock_folder(dir, "attndev merge");
   const Config config = read_manifest_config(dir);
   const Plan plan = make_plan(config);
+  io::require_memory(rows_bytes(config, plan.points.size()),
+                     "merging the " + std::to_string(plan.points.size() * config.variants.size()) +
+                         " result rows of " + dir.string());
   const StoredResults stored = load_results(dir, config, plan);
   MergeReport report;
   report.points_total = plan.points.size();
@@ -40,6 +45,7 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   report.incomplete_points = stored.incomplete_points;
   report.torn_lines = stored.torn_lines;
   report.malformed_rows = stored.malformed_rows;
+  report.conflicting_rows = stored.conflicting_rows;
   report.files = stored.files;
   // Several shard counts can coexist (a rerun with another N); the largest is what the job array
   // most likely used last.
@@ -48,10 +54,11 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
     if (parse_shard_file_name(name, i, n)) report.shard_count = std::max(report.shard_count, n);
   }
   std::set<std::size_t> shards;
+  const std::vector<std::uint32_t> assignment = assign_shards(plan, report.shard_count);
   for (const Point& p : plan.points) {
     if (stored.done_points.count(p.id)) continue;
     report.missing_ids.push_back(p.id);
-    if (report.shard_count) shards.insert(shard_of(p, report.shard_count));
+    if (report.shard_count) shards.insert(assignment[p.index]);
   }
   report.missing_shards.assign(shards.begin(), shards.end());
 

@@ -20,7 +20,8 @@ struct MergeReport {
   std::size_t duplicate_rows = 0;
   std::size_t incomplete_points = 0;
   std::size_t torn_lines = 0;
-  std::vector<std::string> malformed_rows;  // StoredResults::malformed_rows (points rerun)
+  std::vector<std::string> malformed_rows;    // StoredResults::malformed_rows (points rerun)
+  std::vector<std::string> conflicting_rows;  // StoredResults::conflicting_rows (first kept)
   std::vector<std::string> files;
   std::vector<std::string> missing_ids;     // plan order
   std::size_t shard_count = 0;              // shard count of the files (0: no shard files)

@@ -9,7 +9,7 @@
 #include "experiment/results/result_row.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/markdown.hpp"
 #include "io/safe_open.hpp"
 
@@ -18,11 +18,7 @@ namespace attndev::experiment {
 using io::Json;
 
 std::string short_number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
+  return io::format_double(value, "%.3g");
 }
 
 std::string results_csv(const std::vector<Json>& rows) {
@@ -235,7 +231,7 @@ std::size_t table_rows(const std::filesystem::path& dir) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / "results.json", ec)) {
     const std::string text = io::read_regular_file(dir / "results.json");
-    if (!io::json_depth_error(text)) {
+    if (!io::json_text_error(text)) {
       const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (doc.is_object() && doc.contains("rows") && doc["rows"].is_array())
         json_rows = doc["rows"].size();

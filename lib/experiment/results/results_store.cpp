@@ -11,9 +11,11 @@
 #include "experiment/results/result_row.hpp"
 #include "experiment/run/status.hpp"
 #include "io/atomic_file.hpp"
-#include "io/json_depth.hpp"
+#include "io/log.hpp"
+#include "io/json_strict.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
+#include "io/text_escape.hpp"
 #include "experiment/spec/stable_hash.hpp"
 
 namespace attndev::experiment {
@@ -62,7 +64,7 @@ Json read_manifest_json(const fs::path& dir) {
   } catch (const std::runtime_error& e) {
     throw OutputDirError(e.what());
   }
-  if (const auto deep = io::json_depth_error(text))
+  if (const auto deep = io::json_text_error(text))
     throw OutputDirError(path.string() + " is " + *deep + ": not a valid attndev manifest; " +
                          start_over_hint(dir));
   Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -154,6 +156,83 @@ std::string writers_of(const fs::path& dir) {
   return out.empty() ? io::lock_holder(folder_lock_path(dir)) : out;
 }
 
+// A manifest whose hash is the one an older attndev computed (over presentation keys too).
+bool written_by_older(const Json& manifest) {
+  if (!manifest.contains("config") || !manifest.contains("config_hash") ||
+      !manifest["config_hash"].is_string())
+    return false;
+  const std::string stored = manifest["config_hash"].get<std::string>();
+  return legacy_config_hash(manifest["config"]) == stored &&
+         config_hash(manifest["config"]) != stored;
+}
+
+// True when the manifest's config differs from `config` in its variants only (same name, same
+// points_hash): the folder is kept, and the run computes the rows of the variants whose key
+// changed. Says which variants changed, which are new and which left.
+bool variants_edited(const Json& manifest, const Config& config) {
+  if (!manifest.contains("config")) return false;
+  Config old;
+  try {
+    old = parse_config(manifest["config"].dump());
+  } catch (const ConfigError&) {
+    return false;
+  }
+  if (old.name != config.name || old.points_hash != config.points_hash) return false;
+  std::map<std::string, std::string> before;
+  for (std::size_t v = 0; v < old.variants.size(); ++v)
+    before[old.variants[v].name] = old.variant_keys[v];
+  std::string changed, added;
+  for (std::size_t v = 0; v < config.variants.size(); ++v) {
+    const auto it = before.find(config.variants[v].name);
+    std::string& list = it == before.end() ? added : changed;
+    if (it != before.end() && it->second == config.variant_keys[v]) {
+      before.erase(it);
+      continue;
+    }
+    if (it != before.end()) before.erase(it);
+    list += (list.empty() ? "" : ", ") + io::printable(config.variants[v].name);
+  }
+  std::string removed;
+  for (const auto& [name, key] : before)
+    removed += (removed.empty() ? "" : ", ") + io::printable(name);
+  log::info(
+      "the config's variants changed since this folder's last run; the other rows are kept{}{}{}",
+      changed.empty() ? "" : "; recomputed: " + changed, added.empty() ? "" : "; new: " + added,
+      removed.empty() ? "" : "; no longer in the config: " + removed);
+  return true;
+}
+
+// The shard count of a results file name: 1 for results.jsonl.
+std::size_t shard_count_of(const std::string& results_file) {
+  std::size_t index = 0, count = 1;
+  return parse_shard_file_name(results_file, index, count) ? count : 1;
+}
+
+// A run of another shard layout writing the folder now (an unsharded run beside shards of 4, or
+// shards of 2 beside shards of 4) would compute the same points again: each starts from the rows
+// on disk when it starts, and splits the rest its own way. One layout at a time; one after the
+// other is fine, since a run skips the points done in every results file of the folder.
+void check_no_other_layout(const fs::path& dir, const std::string& results_file) {
+  const std::size_t mine = shard_count_of(results_file);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 7 || name.front() != '.' || !name.ends_with(".lock")) continue;
+    const std::string file = name.substr(1, name.size() - 6);
+    if (!is_results_jsonl(file) || shard_count_of(file) == mine) continue;
+    if (!io::exclusively_locked(entry.path())) continue;
+    const std::size_t theirs = shard_count_of(file);
+    throw OutputDirError(
+        (dir / file).string() + " is being written by " + io::lock_holder(entry.path()) + " (" +
+        (theirs == 1 ? std::string("an unsharded run")
+                     : "a run in " + std::to_string(theirs) + " shards") +
+        "); a run in " + (mine == 1 ? std::string("one piece") : std::to_string(mine) + " shards") +
+        " beside it would compute its points again. Wait for it to finish, or run with --shard "
+        "i/" +
+        std::to_string(theirs));
+  }
+}
+
 }  // namespace
 
 OutputLock lock_results_file(const fs::path& dir, const std::string& results_file, bool force_new,
@@ -179,6 +258,7 @@ OutputLock lock_results_file(const fs::path& dir, const std::string& results_fil
                          "); a second writer would run its points again and write every row "
                          "twice. Wait for it to finish, or use another -o folder");
   lock.file_->write_owner(what);
+  check_no_other_layout(dir, results_file);
   return lock;
 }
 
@@ -215,14 +295,23 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
     } catch (const std::runtime_error& e) {
       throw OutputDirError(e.what());
     }
-    Json manifest = io::json_depth_error(text)
-                        ? Json()
-                        : Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const auto text_error = io::json_text_error(text);
+    Json manifest = text_error ? Json() : Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (manifest.is_object() && manifest.contains("config_hash") &&
         manifest["config_hash"].is_string()) {
       old_hash = manifest["config_hash"].get<std::string>();
       if (manifest.contains("config_name") && manifest["config_name"].is_string())
         old_name = manifest["config_name"].get<std::string>();
+    } else if (!force_new) {
+      // Not "another config (\"?\", hash ?)": say what is wrong with the file itself.
+      throw OutputDirError(path.string() + " is " +
+                           (text_error ? *text_error
+                            : manifest.is_discarded()
+                                ? std::string("not valid JSON (a damaged or truncated file)")
+                                : std::string("JSON without a \"config_hash\" string")) +
+                           ": not a valid attndev manifest, so the rows beside it cannot be "
+                           "trusted; " +
+                           start_over_hint(dir));
     }
     if (old_hash == config.hash) {
       // Same rows, other presentation keys (metrics, description): the manifest takes the new
@@ -231,6 +320,13 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
         manifest["config"] = config.effective;
         io::write_regular_file_atomic(path, manifest.dump(2) + "\n");
       }
+      return;
+    }
+    // A folder of an older attndev (legacy hash) is refused with what to do, never taken as edited.
+    if (!force_new && !written_by_older(manifest) && variants_edited(manifest, config)) {
+      manifest["config_hash"] = config.hash;
+      manifest["config"] = config.effective;
+      io::write_regular_file_atomic(path, manifest.dump(2) + "\n");
       return;
     }
     if (!force_new)
@@ -328,7 +424,14 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
                       std::size_t line, Json& inputs_hashes) {
   const std::string where = file.string() + ":" + std::to_string(line);
   const auto hash = record.find("config_hash");
-  if (hash != record.end() && hash->is_string() && hash->get<std::string>() != config.hash)
+  const auto points = record.find("points_hash");
+  // Another config with the same points (a variant edited): its rows are checked one by one
+  // against their variant's key. Other points, or a record from before points_hash, are another
+  // experiment.
+  const bool same_points = points != record.end() && points->is_string() &&
+                           points->get<std::string>() == config.points_hash;
+  if (hash != record.end() && hash->is_string() && hash->get<std::string>() != config.hash &&
+      !same_points)
     throw OutputDirError(where + ": rows written for config hash " + hash->get<std::string>() +
                          ", but the folder's config has hash " + config.hash +
                          "; they belong to another config and are not mixed in. Move the file "
@@ -348,6 +451,22 @@ void check_run_record(const Json& record, const Config& config, const fs::path& 
                            "the original file back, or start over with --force");
     }
   }
+}
+
+// How a second row of the same (point, variant) contradicts the first: another status or other
+// metric values. The emulator is deterministic, so two honest copies agree bit for bit (a shard
+// rerun, a merge); a contradiction means two builds, machines or hand edits disagree, and the
+// user must hear which rows, not find one of them silently dropped.
+std::optional<std::string> contradiction(const Json& first, const Json& second) {
+  const auto text = [](const Json& row, const std::string& key) {
+    const auto it = row.find(key);
+    return it == row.end() ? std::string("missing") : it->dump();
+  };
+  for (const std::string key : {"status", "max_abs", "mean_abs", "rmse", "rel_l2", "max_rel",
+                                "cos_sim", "nan_count", "inf_count"})
+    if (text(first, key) != text(second, key))
+      return key + " " + text(second, key) + " here but " + text(first, key);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -377,8 +496,9 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
   for (std::size_t v = 0; v < config.variants.size(); ++v)
     variant_index[config.variants[v].name] = v;
 
-  // (point index) -> one slot per variant
+  // (point index) -> one slot per variant, and where each slot's row was read
   std::unordered_map<std::size_t, std::vector<Json>> by_point;
+  std::unordered_map<std::size_t, std::vector<std::string>> where_of;
   for (const std::string& name : names) {
     const io::JsonlContents contents = io::read_jsonl(dir / name);
     out.files.push_back(name);
@@ -386,11 +506,15 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
     for (std::size_t line : contents.bad_line_numbers)
       out.malformed_rows.push_back(name + ":" + std::to_string(line) +
                                    ": not a JSON object (a damaged or hand-edited line)");
+    // Rows written before rows carried variant keys count only under a run record of this
+    // very config.
+    bool unkeyed_rows_valid = false;
     for (std::size_t r = 0; r < contents.records.size(); ++r) {
       const Json& record = contents.records[r];
       const std::string kind = record.value("record", "");
       if (kind == "run") {
         check_run_record(record, config, dir / name, contents.line_numbers[r], out.inputs_hashes);
+        unkeyed_rows_valid = record.value("config_hash", "") == config.hash;
         out.runs.push_back(record);
         continue;
       }
@@ -405,6 +529,14 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
         ++out.foreign_rows;
         continue;
       }
+      const auto key = record.find("variant_key");
+      const bool current = key != record.end() && key->is_string()
+                               ? key->get<std::string>() == config.variant_keys[v->second]
+                               : unkeyed_rows_valid;
+      if (!current) {
+        ++out.stale_rows;  // the variant changed since: recomputed, never shown
+        continue;
+      }
       if (const auto problem = row_problem(record, plan.points[p->second])) {
         out.malformed_rows.push_back(name + ":" + std::to_string(contents.line_numbers[r]) + ": " +
                                      *problem);
@@ -412,21 +544,23 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
       }
       std::vector<Json>& slots = by_point[p->second];
       slots.resize(config.variants.size());
+      std::vector<std::string>& at = where_of[p->second];
+      at.resize(config.variants.size());
+      const std::string here = name + ":" + std::to_string(contents.line_numbers[r]);
       if (!slots[v->second].is_null()) {
         ++out.duplicate_rows;
-        // A point with a failed row was run again (run retries it): its later copy supersedes
-        // the whole earlier one, so a row never mixes with the ratios of another attempt.
-        if (!std::any_of(slots.begin(), slots.end(), [](const Json& j) {
-              return !j.is_null() && row_status(j).kind == StatusKind::failed;
-            }))
+        // A failed row computed again (run retries the failed variants of a point): the later
+        // row supersedes it. Any other second copy is dropped, and named if it disagrees.
+        if (row_status(slots[v->second]).kind != StatusKind::failed) {
+          if (const auto conflict = contradiction(slots[v->second], record))
+            out.conflicting_rows.push_back(here + ": point " + p->first + ", variant \"" +
+                                           io::printable(v->first) + "\": " + *conflict + " in " +
+                                           at[v->second] + " (that row is kept)");
           continue;
-        out.duplicate_rows +=
-            static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(),
-                                                   [](const Json& j) { return !j.is_null(); })) -
-            1;
-        for (Json& j : slots) j = nullptr;
+        }
       }
       slots[v->second] = record;
+      at[v->second] = here;
     }
   }
   std::vector<std::size_t> order;
@@ -436,6 +570,7 @@ StoredResults load_results(const fs::path& dir, const Config& config, const Plan
     std::vector<Json>& slots = by_point[index];
     if (std::any_of(slots.begin(), slots.end(), [](const Json& j) { return j.is_null(); })) {
       ++out.incomplete_points;
+      out.partial[plan.points[index].id] = std::move(slots);
       continue;
     }
     out.done_points.insert(plan.points[index].id);
@@ -450,6 +585,11 @@ RepairReport repair_results_file(const fs::path& file, const Config& config, con
   if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return report;
   const io::JsonlContents contents = io::read_jsonl(file);
   StoredResults kept = load_results(file.parent_path(), config, plan, file.filename().string());
+  // The valid rows of points not complete in this file stay: the run computes only the variants
+  // they lack (a torn write, a variant edited since, another file holding the rest).
+  for (auto& [id, slots] : kept.partial)
+    for (Json& row : slots)
+      if (!row.is_null()) kept.rows.push_back(std::move(row));
   const std::size_t total =
       contents.records.size() + contents.bad_lines + (contents.torn_tail ? 1 : 0);
   const std::size_t keep = kept.rows.size() + kept.runs.size();

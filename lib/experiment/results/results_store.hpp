@@ -86,14 +86,24 @@ struct StoredResults {
   std::vector<io::Json> runs;  // "run" records (provenance of each invocation), file order
   std::set<std::string> done_points;  // ids of complete points
   std::size_t duplicate_rows = 0;     // same (point, variant) seen again (another shard, a rerun)
-  std::size_t incomplete_points = 0;  // some variants present, not all (dropped)
-  std::size_t torn_lines = 0;         // unterminated final lines and unparsable lines (dropped)
-  std::size_t foreign_rows = 0;       // rows whose point is not in the plan (dropped)
+  std::size_t incomplete_points = 0;  // some variants present, not all (not in `rows`)
+  // The rows of those points, by point id: one slot per variant, null where the row is missing
+  // (the runner computes only those variants).
+  std::map<std::string, std::vector<io::Json>> partial;
+  // Rows whose variant_key is not their variant's current key (the variant was edited since):
+  // recomputed, never shown.
+  std::size_t stale_rows = 0;
+  std::size_t torn_lines = 0;    // unterminated final lines and unparsable lines (dropped)
+  std::size_t foreign_rows = 0;  // rows whose point is not in the plan (dropped)
   // Rows of the plan that cannot be used (a metric missing or not a number, a status this
   // version does not write, a point index or seed that contradicts the point id) and complete
   // lines that are not JSON objects: dropped, so their points are rerun. One entry each,
   // "results.jsonl:17: <why>", for the warning that names them.
   std::vector<std::string> malformed_rows;
+  // Second copies of a (point, variant) whose status or metrics differ from the first's (the first
+  // is kept): "results.shard-1-of-4.jsonl:12: point <id>, variant \"x\": rmse A here but B in
+  // results.jsonl:7 (that row is kept)".
+  std::vector<std::string> conflicting_rows;
   std::vector<std::string> files;  // the JSONL files read
   // Content hash of every inputs file, by path, as the run records recorded it (all agree).
   io::Json inputs_hashes = io::Json::object();
@@ -109,14 +119,15 @@ io::Json inputs_content_hashes(const Config& config);
 
 // Reads every results*.jsonl in DIR (or only `only_file` when non-empty). Throws OutputDirError
 // naming the file and line when a run record holds another config hash than `config`'s, or an
-// inputs file's content hash other than an earlier record's. Rows are matched to the
-// plan by point id; the first copy of a (point, variant) wins, except that a later copy of a
-// point holding a failed row (a retry) replaces all of that point's earlier rows.
+// inputs file's content hash other than an earlier record's (a record of a config with the same
+// points_hash is accepted: its rows are checked by variant key). Rows are matched to the plan by
+// point id and to their variant by name and variant_key; the first copy of a (point, variant)
+// wins, except that a later copy of a failed row (a retry) replaces it.
 StoredResults load_results(const std::filesystem::path& dir, const Config& config, const Plan& plan,
                            const std::string& only_file = "");
 
-// Rewrites `file` (atomically) without torn lines, rows of incomplete points, rows outside the
-// plan and duplicates, so that appending the rerun of those points leaves no duplicates.
+// Rewrites `file` (atomically) without torn lines, stale rows (an edited variant's), rows outside
+// the plan and duplicates, so that appending the rows the run computes leaves no duplicates.
 struct RepairReport {
   std::size_t dropped = 0;            // records dropped (0: the file was left untouched)
   std::size_t superseded = 0;         // of which rows repeated or replaced by a retry

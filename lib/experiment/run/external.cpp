@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "experiment/run/tensor_io.hpp"
+#include "measure/measure.hpp"
 
 extern char** environ;
 
@@ -486,8 +487,10 @@ ExternalResult run_external(const Variant::External& external, numerics::Format 
     r.status = Status::failed(e.what());
     return r;
   }
-  const ProcessExit exit = run_shell_command(command, external_environment(format, context),
-                                             external.timeout_s, context.stop_requested);
+  std::vector<std::string> environment = external_environment(format, context);
+  for (const auto& [name, value] : external.env) environment.push_back(name + "=" + value);
+  const ProcessExit exit =
+      run_shell_command(command, environment, external.timeout_s, context.stop_requested);
   const std::string& err_log = exit.stderr_tail;
   using Exit = ProcessExit;
   switch (exit.kind) {
@@ -557,17 +560,8 @@ ExternalResult read_external_output(const std::filesystem::path& output,
     r.status = Status::failed(with_tail("external " + what, log, false));
     return r;
   }
-  std::int64_t nan = 0, inf = 0, first = -1;
-  for (std::size_t i = 0; i < r.output.o.data.size(); ++i) {
-    const double x = r.output.o.data[i];
-    if (std::isfinite(x)) continue;
-    (std::isnan(x) ? nan : inf) += 1;
-    if (first < 0) first = static_cast<std::int64_t>(i);
-  }
-  if (nan + inf > 0)
-    r.status = Status::failed("external output holds " + std::to_string(nan) + " NaN and " +
-                              std::to_string(inf) + " infinite value(s) (first at flat index " +
-                              std::to_string(first) + ")");
+  if (const measure::NonFinite bad = measure::count_non_finite(r.output.o.data); bad.any())
+    r.status = Status::failed("external output holds " + bad.text());
   return r;
 }
 

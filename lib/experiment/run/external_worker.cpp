@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiment/run/tensor_io.hpp"
+#include "io/json_strict.hpp"
 
 extern char** environ;
 
@@ -109,6 +112,39 @@ std::string exit_text(int status) {
                         : "");
 }
 
+// Every process a worker starts inherits its environment, this entry included, whatever session
+// or group it moves to: a `setsid daemon &` left the worker's group, outlived `end()` and the run.
+constexpr const char* kMarkName = "ATTNDEV_WORKER_MARK=";
+
+int& spawn_count() {
+  static int count = 0;
+  return count;
+}
+
+// SIGKILLs every process of ours whose environment holds `marker` (KEY=VALUE), until none is
+// left (one may fork while we look). Processes of other users cannot be read and are left alone.
+void kill_marked(const std::string& marker) {
+  if (marker.empty()) return;
+  const std::string needle = marker + '\0';
+  for (int round = 0; round < 50; ++round) {
+    bool found = false;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid == ::getpid()) continue;
+      std::ifstream in(entry.path() / "environ", std::ios::binary);
+      const std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (("\0" + env).find("\0" + needle) == std::string::npos) continue;
+      found = true;
+      ::kill(pid, SIGKILL);
+    }
+    if (!found) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 // One worker process: its group, the request socket, the answer and log pipes.
 class Worker {
  public:
@@ -120,13 +156,14 @@ class Worker {
   ~Worker() { end(/*grace_s=*/0); }
 
   // Starts the command; an empty string on success, else why not (the worker is then ended).
-  std::string start(const std::string& command, double timeout_s,
+  std::string start(const std::string& command,
+                    const std::vector<std::pair<std::string, std::string>>& env, double timeout_s,
                     const std::function<bool()>& stop) {
-    if (std::string error = spawn(command); !error.empty())
+    if (std::string error = spawn(command, env); !error.empty())
       return "external worker could not start: " + error;
     std::string line;
     const Got got = wait_line(timeout_s, stop, line);
-    if (got == Got::line) {
+    if (got == Got::line && !io::json_text_error(line)) {
       const json ready = json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (ready.is_object() && ready.contains("ready") && ready["ready"].is_boolean() &&
           ready["ready"].get<bool>())
@@ -189,6 +226,8 @@ class Worker {
       }
       release_kept_group(pid_);
       pid_ = -1;
+      // What left the group (`setsid daemon &`, a double fork) still carries the marker.
+      kill_marked(marker_);
     }
     for (int* fd : {&answers_, &log_}) {
       if (*fd >= 0) ::close(*fd);
@@ -210,7 +249,8 @@ class Worker {
   std::uint64_t next_id() { return ++last_id_; }
 
  private:
-  std::string spawn(const std::string& command) {
+  std::string spawn(const std::string& command,
+                    const std::vector<std::pair<std::string, std::string>>& env) {
     int sock[2], answer[2], log[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0)
       return std::string("socketpair: ") + std::strerror(errno);
@@ -227,9 +267,22 @@ class Worker {
     }
     // The environment is built before fork: the child may call only async-signal-safe functions.
     std::vector<std::string> env_text;
+    const auto set_here = [&env](std::string_view entry) {
+      return std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+        return entry.size() > kv.first.size() && entry.rfind(kv.first, 0) == 0 &&
+               entry[kv.first.size()] == '=';
+      });
+    };
     for (char** e = environ; *e; ++e)
-      if (std::string_view(*e).rfind("ATTNDEV_WORKER_FD=", 0) != 0) env_text.emplace_back(*e);
+      if (std::string_view(*e).rfind("ATTNDEV_WORKER_FD=", 0) != 0 &&
+          std::string_view(*e).rfind(kMarkName, 0) != 0 && !set_here(*e))
+        env_text.emplace_back(*e);
+    for (const auto& [name, value] : env) env_text.push_back(name + "=" + value);
     env_text.push_back("ATTNDEV_WORKER_FD=" + std::to_string(kAnswerFd));
+    marker_ = std::string(kMarkName) + std::to_string(::getpid()) + "-" +
+              std::to_string(++spawn_count()) + "-" +
+              std::to_string(Clock::now().time_since_epoch().count());
+    env_text.push_back(marker_);
     std::vector<char*> envp;
     for (std::string& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -387,6 +440,7 @@ class Worker {
   }
 
   pid_t pid_ = -1;
+  std::string marker_;  // KEY=VALUE in the environment of the worker and all it starts
   int requests_ = -1, answers_ = -1, log_ = -1;
   int status_ = 0;
   std::uint64_t last_id_ = 0;
@@ -400,6 +454,9 @@ class Worker {
 struct Pool {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Worker>> workers;
+  // Why a worker failed to start, by key: it is not started again in this run (one that never
+  // says ready cost its whole start timeout on every point).
+  std::map<std::string, std::string> failed_starts;
   int started = 0;
   ~Pool() {
     for (auto& [key, worker] : workers) worker->end(/*grace_s=*/2);
@@ -413,6 +470,7 @@ Pool& pool() {
 
 // The status an answer line gives, or nullopt when it is not the protocol's answer to `id`.
 std::optional<Status> answer_status(const std::string& line, std::uint64_t id) {
+  if (io::json_text_error(line)) return std::nullopt;  // {"status": "failed", "status": "done"}
   const json a = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() ||
       a["id"].get<std::uint64_t>() != id || !a.contains("status") || !a["status"].is_string())
@@ -444,14 +502,27 @@ ExternalResult run_worker_point(const Variant::External& external, const std::st
   ExternalResult r;
   worker_detail::Pool& p = worker_detail::pool();
   const std::lock_guard lock(p.mutex);
-  std::unique_ptr<worker_detail::Worker>& worker = p.workers[name + '\n' + external.command];
+  const std::string key = name + '\n' + external.command;
+  std::unique_ptr<worker_detail::Worker>& worker = p.workers[key];
+  if (const auto failed = p.failed_starts.find(key); failed != p.failed_starts.end()) {
+    r.status = Status::failed(failed->second +
+                              " (at an earlier point; not started again in this run: fix the "
+                              "worker, then rerun to retry these points)");
+    return r;
+  }
   if (!worker || !worker->running()) {
     worker = std::make_unique<worker_detail::Worker>();
     ++p.started;
-    const std::string error =
-        worker->start(external.command, external.start_timeout_s, context.stop_requested);
+    const std::string error = worker->start(external.command, external.env,
+                                            external.start_timeout_s, context.stop_requested);
     if (!error.empty()) {
-      r.status = worker->said_skip() ? Status::skipped(error) : Status::failed(error);
+      if (worker->said_skip()) {
+        r.status = Status::skipped(error);
+      } else {
+        r.status = Status::failed(error);
+        // Stopped by the user is not the worker's fault: the next run starts it again.
+        if (!(context.stop_requested && context.stop_requested())) p.failed_starts[key] = error;
+      }
       return r;
     }
   }
@@ -497,6 +568,7 @@ void end_workers() {
   const std::lock_guard lock(p.mutex);
   for (auto& [key, worker] : p.workers) worker->end(/*grace_s=*/2);
   p.workers.clear();
+  p.failed_starts.clear();
 }
 
 int workers_started() {

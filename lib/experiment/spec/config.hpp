@@ -85,8 +85,12 @@ inline constexpr std::string_view kTensorCoreKernel = "flash2-tc";
 // `reference` naming the FP64 golden (the default) rather than a variant.
 inline constexpr std::string_view kGoldenReference = "golden";
 
+// The longest variant name: its dump file name (each byte up to 3, io::file_name_encode) and
+// ".safetensors" fit in the 255 bytes of a file name.
+inline constexpr std::size_t kMaxVariantNameBytes = 80;
+
 struct Variant {
-  std::string name;
+  std::string name;  // printable characters, no backslash, at most kMaxVariantNameBytes
   attention::Algorithm algorithm = attention::Algorithm::flash2;
   // Which implementation of `algorithm` the backend runs: empty for the backend's own (the
   // emulator; lib/cuda's kernel_for), "flash2-tc" for the tensor-core kernel.
@@ -121,6 +125,10 @@ struct Variant {
     // A worker's start (interpreter, `import torch`, CUDA initialisation) may take far longer than
     // a point: bounded apart, by `start_timeout` (default: `timeout`, at least 60 s).
     double start_timeout_s = 600;
+    // `"env": {"PYTHON": "/opt/venv/bin/python3"}`: variables set for the command (or worker),
+    // which it reads as $PYTHON. The environment, not the implementation: not in the variant's
+    // key, so fixing an interpreter's path keeps the rows (as the SLURM `setup` key does).
+    std::vector<std::pair<std::string, std::string>> env;
   };
   std::optional<External> external;
 };
@@ -135,6 +143,8 @@ struct AxisValues {
 };
 
 enum class CompareOp : unsigned char { lt, le, gt, ge, eq, ne };
+// a OP b: the one comparison of constraints, for the parser's always-false check and the plan.
+bool compare(long long a, CompareOp op, long long b);
 
 struct Constraint {
   std::string text;      // as written, e.g. "block_r <= seq_len"
@@ -162,6 +172,15 @@ struct Config {
   bool dump = false;
   nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
   std::string hash;          // config_hash(effective)
+  // What determines the points and their inputs: config_hash without the variants (and the
+  // variant axes). Rows of one folder share it; editing a variant keeps it (docs/results.md).
+  std::string points_hash;
+  // Per variant (same order as `variants`): a hash of what determines that variant's numbers
+  // at a point: its algorithm, kernel, policy stages, backend, tiles, external command and
+  // exchange format, and the keys of the variants its ratio_* and ref_* columns are taken
+  // against. Its name, timeout and `env` are not in it. A row carries the key it was made with;
+  // a row whose key is not its variant's current one is recomputed.
+  std::vector<std::string> variant_keys;
 
   const AxisValues& axis(std::string_view name) const;
   // Index into `variants` of the variant whose metrics v's ratios divide by, or -1.
@@ -174,6 +193,10 @@ struct Config {
 // a row's numbers (`description`, `metrics`, `dump`, "_" comments), so editing those keeps the
 // results folder usable; every other key is in it.
 std::string config_hash(const nlohmann::json& effective);
+// The points part of config_hash: without `variants` and the variant axes (axes.format,
+// axes.policy), whose changes only change variants.
+std::string points_hash(const nlohmann::json& effective);
+
 // The hash attndev wrote before presentation keys left it (over the whole effective config):
 // recognizes an older results folder to say so, never to accept it.
 std::string legacy_config_hash(const nlohmann::json& effective);
@@ -186,6 +209,13 @@ std::vector<std::string> config_warnings(const Config& config);
 // "block_c=64" (a scalar is a one-value list; a value that is not JSON is taken as a string).
 // Throws ConfigError.
 Config parse_config(std::string_view text, std::span<const std::string> overrides = {});
+
+// The variant of an algorithm name, a policy and a backend name, built through parse_variant so
+// that `attndev point`, the Python module and a config accept the same algorithms (flash2-tc
+// included) and backends with the same messages. Throws ConfigError whose path() is "algorithm",
+// "policy" or "backend" (each caller names its own flag or keyword).
+Variant variant_from_parts(const std::string& algorithm, const numerics::PrecisionPolicy& policy,
+                           const std::string& backend);
 
 // One variant object (also what `attndev point` builds from its flags). `path` prefixes error
 // paths ("variants[2]"). Cross-variant checks (names, ratio_to, reference) are parse_config's.

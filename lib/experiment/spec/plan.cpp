@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <queue>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -77,21 +79,7 @@ bool holds(const ResolvedConstraint& r, const PointAxes& axes) {
   const Constraint& c = *r.constraint;
   const long long a = operand(axes, r.lhs, c.lhs_literal);
   const long long b = operand(axes, r.rhs, c.rhs_literal);
-  switch (c.op) {
-    case CompareOp::lt:
-      return a < b;
-    case CompareOp::le:
-      return a <= b;
-    case CompareOp::gt:
-      return a > b;
-    case CompareOp::ge:
-      return a >= b;
-    case CompareOp::eq:
-      return a == b;
-    case CompareOp::ne:
-      return a != b;
-  }
-  return false;
+  return compare(a, c.op, b);
 }
 
 // The id hashes json{{"axes", axes}, {"seed", seed}}.dump(), i.e. {"axes":<canonical>,"seed":N}:
@@ -318,14 +306,30 @@ Plan make_plan(const Config& config) {
   return plan;
 }
 
-std::size_t shard_of(const Point& point, std::size_t count) {
-  std::uint64_t v = 0;
-  parse_hex16(point.id, v);
-  return static_cast<std::size_t>(v % count);
-}
-
 double point_flops(const Point& point) {
   return attention::forward_flops(point.shape(), point.axes.causal);
+}
+
+std::vector<std::uint32_t> assign_shards(const Plan& plan, std::size_t count) {
+  std::vector<std::uint32_t> shard(plan.points.size(), 0);
+  if (count <= 1) return shard;
+  std::vector<std::pair<double, const Point*>> by_cost;
+  by_cost.reserve(plan.points.size());
+  for (const Point& p : plan.points) by_cost.emplace_back(point_flops(p), &p);
+  std::sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->id < b.second->id;
+  });
+  // (load, shard): the least loaded shard on top, the lowest index among equals.
+  using Load = std::pair<double, std::uint32_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> loads;
+  for (std::uint32_t i = 0; i < count; ++i) loads.emplace(0.0, i);
+  for (const auto& [cost, point] : by_cost) {
+    const Load least = loads.top();
+    loads.pop();
+    shard[point->index] = least.second;
+    loads.emplace(least.first + cost, least.second);
+  }
+  return shard;
 }
 
 }  // namespace attndev::experiment

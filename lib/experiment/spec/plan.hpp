@@ -56,11 +56,17 @@ double plan_size_bound(const Config& config);
 // so that constraints and FLOP counts see them).
 Plan make_plan(const Config& config);
 
-// Which of `count` shards a point belongs to: its id modulo count, so membership is a property of
-// the point alone and does not depend on the plan's order or size.
-std::size_t shard_of(const Point& point, std::size_t count);
-
 // FLOPs of one variant at the point (attention::forward_flops).
 double point_flops(const Point& point);
+
+// The shard of every point (indexed by Point::index) when the plan is split into `count` shards,
+// balanced by cost: points in decreasing order of point_flops (ties by id) each go to the shard
+// with the least cost so far (ties: the lowest index). The largest shard is then within a point's
+// cost of the mean, so within 10% of it for any sweep of many points, and no larger than the
+// largest point where one point outweighs the rest of its share. Deterministic from the plan
+// alone: every task of a job array computes the same split. The split changes when points are
+// added; nothing is lost then, since a run skips every point done in any results file of its
+// folder.
+std::vector<std::uint32_t> assign_shards(const Plan& plan, std::size_t count);
 
 }  // namespace attndev::experiment
