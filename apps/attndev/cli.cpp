@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "config/suggest.hpp"
+#include "io/text_escape.hpp"
 #include "exit_codes.hpp"
 
 namespace attndev::app::cli {
@@ -157,10 +158,10 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e, const AppI
       const std::string name = word.substr(0, word.find('='));
       const std::vector<std::string> names = option_spellings(cmd);
       const std::vector<std::string_view> views(names.begin(), names.end());
-      what = "unknown option '" + name + "'" + config::did_you_mean(name, views);
+      what = "unknown option '" + io::printable(name) + "'" + config::did_you_mean(name, views);
       break;
     }
-    if (what.empty()) what = "unexpected argument '" + word + "'";
+    if (what.empty()) what = "unexpected argument '" + io::printable(word) + "'";
   }
   if (what.empty()) {
     what = e.what();

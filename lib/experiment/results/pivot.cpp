@@ -11,6 +11,7 @@
 #include "experiment/spec/config.hpp"
 #include "io/csv.hpp"
 #include "io/markdown.hpp"
+#include "io/text_escape.hpp"
 
 namespace attndev::experiment {
 // Named rather than anonymous: the library compiles in unity batches, where file-local helper
@@ -290,12 +291,13 @@ std::string pivot_csv(const Pivot& pivot) {
 
 namespace pivot_detail {
 
-// A label in a markdown heading: one line (a newline in a variant's name would end the heading).
+// A label in a markdown heading: one line (a newline in a variant's name would end the heading),
+// control characters written as \xNN (io::printable: never raw ESC to a terminal).
 std::string one_line(const std::string& text) {
   std::string out = text;
   std::replace(out.begin(), out.end(), '\n', ' ');
   std::replace(out.begin(), out.end(), '\r', ' ');
-  return out;
+  return io::printable(out);
 }
 
 std::string markdown_cell(const PivotCell& c, bool ci) {

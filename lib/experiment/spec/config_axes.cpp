@@ -250,9 +250,10 @@ VariantAxes parse_variant_axes(const json& root, const std::set<std::string>& ov
       const std::string vpath = axes[key].is_array() ? at(path, i) : path;
       const bool is_format = name == "format";
       require_type(list[i], vpath, list[i].is_string() && !list[i].get<std::string>().empty(),
-                   is_format         ? "a format name such as \"bf16\""
-                   : name == "stage" ? "a stage override such as \"raise:score\""
-                                     : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
+                   is_format ? "a format name such as \"bf16\""
+                   : name == "stage"
+                       ? "a stage override such as \"raise:score\""
+                       : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
       const std::string value = list[i].get<std::string>();
       if (name == "stage") {
         StageSpec spec;
