@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# The Python that draws `attndev plot` figures: prints the path of build/venv-plot/bin/python3,
-# creating that virtual environment on first use with matplotlib from PyPI (never the system's
-# Python; `attndev plot` calls this script, and so can a person).
+# The Python that draws `attndev plot` and `attndev attribute` figures: prints the path of the
+# plotting environment's python3, creating that virtual environment on first use with matplotlib
+# from PyPI (never the system's Python; attndev calls this script, and so can a person).
 #
 #   scripts/plot-venv.sh            ATTNDEV_PLOT_VENV=DIR overrides the folder
+#   scripts/plot-venv.sh --where    prints the folder it uses (or would create), changes nothing
+#
+# Where it lives: with the attndev it serves, not with the folder a command runs in (results
+# folders are many; one environment of about 150 MB serves them all): build/venv-plot of the
+# source tree these scripts belong to, where the binary's own build is, as long as that folder can
+# be written; otherwise (an installed attndev whose scripts sit in a read-only folder) in the
+# user's cache, ${XDG_CACHE_HOME:-~/.cache}/attndev/venv-plot.
 #
 # Exit 0: the path on stdout. Exit 3: PyPI cannot be reached (what pip needs to install
 # matplotlib). Exit 4: the environment cannot be created for another reason (no python3, no
 # venv module). Messages go to stderr.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-venv="${ATTNDEV_PLOT_VENV:-$root/build/venv-plot}"
+if [ -n "${ATTNDEV_PLOT_VENV:-}" ]; then
+  venv="$ATTNDEV_PLOT_VENV"
+elif [ -d "$root/build/venv-plot" ] || { [ -d "$root/build" ] && [ -w "$root/build" ]; } ||
+     { [ ! -e "$root/build" ] && [ -w "$root" ]; }; then
+  venv="$root/build/venv-plot"
+else
+  venv="${XDG_CACHE_HOME:-$HOME/.cache}/attndev/venv-plot"
+fi
+if [ "${1:-}" = "--where" ]; then
+  echo "$venv"
+  exit 0
+fi
 ready="$venv/.attndev-plot-ready"
 py="$venv/bin/python3"
 pip_quiet=(--quiet --disable-pip-version-check)
@@ -30,6 +48,7 @@ fi
 echo "attndev plot: first use: installing matplotlib from PyPI into $venv" \
      "(once, about a minute; nothing goes into the system's Python)" >&2
 if [ ! -x "$py" ]; then
+  mkdir -p "$(dirname "$venv")"
   if ! "$base" -m venv "$venv" >&2; then
     rm -rf "$venv"
     echo "plot-venv.sh: '$base -m venv $venv' failed: install python3-venv (Debian:" \

@@ -4,7 +4,10 @@
     scripts/plot.py RESULTS_DIR [RESULTS_DIR ...] [-o OUT_DIR] [--dpi N]
 
 The kind of figure is chosen from the experiment name in RESULTS_DIR/results.json (or the folder
-name): golden2024-fig3/4/5/6a/6b/6c, golden2024-fig4-5-distribution, fa3-table3, attribution.
+name): golden2024-fig3/4/5/6a/6b/6c, golden2024-fig4-5-distribution, fa3-table3. The stage
+attribution (configs/analysis/attribution.json) draws itself: `attndev attribute CONFIG -o DIR`.
+Figures go to -o (default: RESULTS_DIR itself, so a run never overwrites the committed
+docs/figures by accident; scripts/reproduce.sh names the folder).
 Every value plotted is the mean over trials of a metric of rows with status "ok"; nothing is typed
 in except the published FA-3 RMSE values, drawn as markers next to ours and labelled as published.
 
@@ -205,76 +208,34 @@ def plot_tiles(rows, name, out_dir, dpi, title):
     save(fig, out_dir, name, dpi)
 
 
-def attribution_markdown(rows, metric="mean_abs"):
-    """Stage x algorithm table of the attribution run (mean over trials), as markdown."""
-    stages = ["input", "score_accum", "score", "stats", "prob", "out_accum", "output"]
-    m = mean_by(rows, [], metric)
-    lines = []
-    for fmt in ("bf16", "fp16"):
-        algs = [a for a in ("baseline", "flash2", "flash1") if (f"{a}-score-{fmt}",) in m]
-        lines.append(f"\n{metric} vs FP64 golden, only the named stage in {fmt} (all others fp64):\n")
-        lines.append("| stage | " + " | ".join(algs) + " | flash2 / baseline |")
-        lines.append("| --- |" + " ---: |" * (len(algs) + 1))
-        for st in stages:
-            vals = [m.get((f"{a}-{st}-{fmt}",), float("nan")) for a in algs]
-            b, f2 = vals[0], vals[1]
-            ratio = "n/a (both 0)" if b == 0 and f2 < 1e-15 else f"{f2 / b:.3g}" if b > 0 else "n/a"
-            lines.append(f"| {st} | " + " | ".join(f"{v:.3g}" for v in vals) + f" | {ratio} |")
-    return "\n".join(lines)
-
-
-def plot_attribution(rows, name, out_dir, dpi):
-    stages = ["input", "score_accum", "score", "stats", "prob", "out_accum", "output"]
-    m = mean_by(rows, [], "mean_abs")
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
-    for ax, fmt in zip(axes, ("bf16", "fp16")):
-        algs = ["baseline", "flash2", "flash1"]
-        width = 0.27
-        for i, alg in enumerate(algs):
-            ys = [positive(m.get((f"{alg}-{s}-{fmt}",), float("nan"))) for s in stages]
-            ax.bar([x + (i - 1) * width for x in range(len(stages))], ys, width, label=alg)
-        ax.set_xticks(range(len(stages)))
-        ax.set_xticklabels(stages, rotation=20)
-        ax.set_yscale("log")
-        ax.set_ylabel("mean_abs vs FP64 golden")
-        ax.set_title(f"only this stage in {fmt}, all others fp64")
-        # The input stage is 0 by construction (the golden sees the same rounded inputs); keep
-        # the axis on the stages that do round.
-        ax.set_ylim(bottom=1e-7)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-    axes[0].legend()
-    save(fig, out_dir, name, dpi)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", nargs="+", help="results folders of `attndev run`")
-    ap.add_argument("-o", "--out", default="docs/figures", help="output folder (default docs/figures)")
+    ap.add_argument("-o", "--out", default="",
+                    help="output folder (default: each results folder itself)")
     ap.add_argument("--dpi", type=int, default=80)
-    ap.add_argument("--markdown", action="store_true",
-                    help="attribution: also print the stage x algorithm table as markdown")
     args = ap.parse_args()
     for folder in args.dirs:
         rows = read_rows(folder)
         name = experiment_name(folder)
+        out = args.out or folder
         if "distribution" in name:
-            plot_distribution(rows, name, args.out, args.dpi)
+            plot_distribution(rows, name, out, args.dpi)
         elif "fig3" in name:
-            plot_formats(rows, name, args.out, args.dpi)
+            plot_formats(rows, name, out, args.dpi)
         elif "fig4" in name:
-            plot_bars(rows, name, args.out, args.dpi, "max_abs",
+            plot_bars(rows, name, out, args.dpi, "max_abs",
                       "Golden et al. Fig. 4 (reproduced): max |O - golden| (the paper's metric)")
         elif "fig5" in name:
-            plot_seqlen(rows, name, args.out, args.dpi)
+            plot_seqlen(rows, name, out, args.dpi)
         elif "fig6" in name:
-            plot_tiles(rows, name, args.out, args.dpi, f"Golden et al. {name.split('-')[1]} (reproduced)")
+            plot_tiles(rows, name, out, args.dpi, f"Golden et al. {name.split('-')[1]} (reproduced)")
         elif "table3" in name:
-            plot_bars(rows, name, args.out, args.dpi, "rmse",
+            plot_bars(rows, name, out, args.dpi, "rmse",
                       "FA-3 Table 3 (reproduced): RMSE vs FP64", published=FA3_PUBLISHED)
-        elif "attribution" in name:
-            plot_attribution(rows, name, args.out, args.dpi)
-            if args.markdown:
-                print(attribution_markdown(rows))
+        elif "attribution" in name or name.startswith("attribute-"):
+            sys.exit(f"plot.py: {folder} is a stage attribution: `attndev attribute` draws it "
+                     "(docs/attribution.md)")
         else:
             sys.exit(f"plot.py: no figure layout for experiment '{name}' ({folder})")
     return 0

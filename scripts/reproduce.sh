@@ -81,7 +81,18 @@ for cfg in "${configs[@]}"; do
   if "$attndev" run "$cfg" -o "$dir" -j "$threads" --no-summary --force-new "${args[@]}"; then
     echo "== $name: $(( $(date +%s) - start )) s"
     "$attndev" report "$dir" > "$dir/report.md"
-    if [[ -n "$plot_python" ]]; then "$plot_python" scripts/plot.py "$dir" -o "$figures" || status=1; fi
+    if [[ "$name" == attribution ]]; then
+      # The stage attribution draws itself; the run above is complete, so this only tabulates.
+      draw=(--no-draw)
+      [[ -n "$plot_python" ]] && draw=()
+      if "$attndev" -q attribute "$cfg" -o "$dir" "${args[@]}" "${draw[@]}" > /dev/null; then
+        [[ -n "$plot_python" ]] && mkdir -p "$figures" && cp "$dir/attribution.png" "$figures/attribution.png"
+      else
+        status=1
+      fi
+    elif [[ -n "$plot_python" ]]; then
+      "$plot_python" scripts/plot.py "$dir" -o "$figures" || status=1
+    fi
   else
     echo "== $name: FAILED after $(( $(date +%s) - start )) s" >&2
     status=1

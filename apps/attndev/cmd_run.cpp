@@ -132,10 +132,11 @@ void finish_run(const RunArgs& a, const experiment::RunReport& report, const Sha
   }
 }
 
-void run_run(const RunArgs& a) {
-  const LoadedConfig loaded = load_config_or_usage(a.config, a.overrides);
+// Everything of a run after its config is loaded: plan, warnings, the memory check, the sweep
+// under the stop signals, the progress line. `a.config` names the config in messages.
+experiment::RunReport execute_run(const RunArgs& a, const LoadedConfig& loaded,
+                                  const ShardSpec& shard) {
   const experiment::Config& config = loaded.config;
-  const ShardSpec shard = parse_shard(a.shard);
   if (a.threads < 0)
     throw UsageError("-j/--threads must be >= 0, got " + std::to_string(a.threads));
   experiment::Plan plan;
@@ -182,10 +183,36 @@ void run_run(const RunArgs& a) {
     }
   }
   progress.finish();
-  finish_run(a, report, shard, options.dir);
+  return report;
+}
+
+void run_run(const RunArgs& a) {
+  const LoadedConfig loaded = load_config_or_usage(a.config, a.overrides);
+  const ShardSpec shard = parse_shard(a.shard);
+  const experiment::RunReport report = execute_run(a, loaded, shard);
+  finish_run(a, report, shard,
+             a.out.empty() ? std::filesystem::path("results") / loaded.config.name
+                           : std::filesystem::path(a.out));
 }
 
 }  // namespace
+
+experiment::RunReport run_loaded_config(const LoadedConfig& loaded, const std::string& label,
+                                        const std::string& out, int threads, bool force) {
+  RunArgs a;
+  a.config = label;
+  a.out = out;
+  a.threads = threads;
+  a.force_new = force;
+  const experiment::RunReport report = execute_run(a, loaded, ShardSpec{});
+  if (report.interrupted) {
+    log::warn("interrupted by {}: {} of {} points are in {}; rerun the same command to resume",
+              signal_name(static_cast<int>(g_stop_signal)), report.already_done + report.ran,
+              report.shard_points, report.results_file.string());
+    throw CommandExit{kExitInterrupted};
+  }
+  return report;
+}
 
 void add_run_command(cli::Command& app) {
   auto args = std::make_shared<RunArgs>();

@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "experiment/spec/config.hpp"
 #include "experiment/results/results_store.hpp"
+#include "experiment/runner.hpp"
 #include "io/atomic_file.hpp"
 #include "io/provenance.hpp"
 
@@ -87,5 +88,12 @@ inline ShardSpec parse_shard(const std::string& text) {
                      " is not in 0.." + std::to_string(s.count - 1) + hint);
   return s;
 }
+
+// Runs a loaded config into `out` as `attndev run` does (plan, memory check, resume, stop signals,
+// progress; no summary printed), for commands that run a config they built (`attribute`).
+// `label` names the config in messages. Throws UsageError as run does and CommandExit{75} when
+// interrupted; failed rows are the caller's to report (RunReport counts them).
+experiment::RunReport run_loaded_config(const LoadedConfig& loaded, const std::string& label,
+                                        const std::string& out, int threads, bool force);
 
 }  // namespace attndev::app

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
       add_plan_command(app);
       add_report_command(app);
       add_plot_command(app);
+      add_attribute_command(app);
       add_compare_command(app);
       add_merge_command(app);
       add_slurm_command(app);

@@ -36,7 +36,7 @@ json parse_stdout(const Result& r) {
 
 // The usage error CLI11 gives a flag the command does not know.
 bool unknown_flag(const Result& r) {
-  return r.err.find("not expected") != std::string::npos;
+  return r.err.find("unknown option") != std::string::npos;
 }
 
 }  // namespace

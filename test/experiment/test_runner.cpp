@@ -14,6 +14,7 @@
 #include "experiment/spec/plan.hpp"
 #include "experiment/results/result_row.hpp"
 #include "experiment/results/results_store.hpp"
+#include "experiment/run/dump.hpp"
 #include "experiment/runner.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
@@ -296,6 +297,24 @@ TEST_CASE("reference variants: identical fraction, ulps and |O - O_ref| in the r
   // The CSV has the columns too.
   const std::string csv = attndev::io::read_file(dir / "results.csv");
   CHECK_THAT(csv, Catch::Contains("identical_fraction,max_ulp,mean_ulp,ulp_histogram"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an external variant's dump records its exchange format, not a policy it never ran",
+          "[runner][dump]") {
+  const attndev::experiment::Variant external = attndev::experiment::parse_variant(
+      nlohmann::json::parse(R"({"name": "ext", "external": "run {inputs} {output}",
+                                "format": "bf16"})"),
+      "variants[0]");
+  const fs::path dir = temp_dir("dump_external");
+  attndev::experiment::DumpWriter writer{dir, {}};
+  attndev::attention::Tensor o(1, 1, 2, 2);
+  writer.variant(external, attndev::experiment::Status::ok(), o);
+  const auto file = attndev::io::read_safetensors(dir / "ext.safetensors");
+  CHECK(file.metadata.at("exchange_format") == "bf16");
+  CHECK(file.metadata.at("command") == "run {inputs} {output}");
+  CHECK(file.metadata.count("policy") == 0);  // was an all-bf16 policy nobody declared
+  CHECK(file.metadata.count("policy_label") == 0);
   fs::remove_all(dir);
 }
 

@@ -10,6 +10,8 @@
 #include "experiment/results/result_tables.hpp"
 #include "experiment/spec/config.hpp"
 #include "io/csv.hpp"
+#include "io/markdown.hpp"
+#include "io/text_escape.hpp"
 
 namespace attndev::experiment {
 // Named rather than anonymous: the library compiles in unity batches, where file-local helper
@@ -100,7 +102,8 @@ struct CellKey {
 };
 
 struct CellValues {
-  std::vector<double> values;
+  std::vector<double> values;   // finite
+  std::vector<double> special;  // nan, +-inf
   // What the cell's first row had in each experiment column; a later row that differs means
   // the cell mixes experiments (see the header).
   std::map<std::string, std::string> fixed;
@@ -131,8 +134,21 @@ void check_same_experiment(CellValues& cell, const Json& row,
   }
 }
 
+// "inf", "-inf, nan": each kind of non-finite value once, in a fixed order.
+std::string non_finite_text(const std::vector<double>& special) {
+  std::string text;
+  const auto add = [&](bool present, const char* name) {
+    if (present) text += (text.empty() ? "" : ", ") + std::string(name);
+  };
+  add(std::any_of(special.begin(), special.end(), [](double v) { return v > 0; }), "inf");
+  add(std::any_of(special.begin(), special.end(), [](double v) { return v < 0; }), "-inf");
+  add(std::any_of(special.begin(), special.end(), [](double v) { return std::isnan(v); }), "nan");
+  return text;
+}
+
 void fill_stats(PivotCell& cell, const std::vector<double>& v) {
   cell.n = v.size();
+  if (v.empty()) return;
   cell.min = *std::min_element(v.begin(), v.end());
   cell.max = *std::max_element(v.begin(), v.end());
   double sum = 0;
@@ -143,6 +159,7 @@ void fill_stats(PivotCell& cell, const std::vector<double>& v) {
   double ss = 0;
   for (double x : v) ss += (x - cell.mean) * (x - cell.mean);
   cell.std = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+  cell.ci = mean_interval_95(v);
 }
 
 }  // namespace pivot_detail
@@ -181,7 +198,7 @@ Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
     }
     double value = 0;
     const auto it = row.find(spec.metric);
-    if (it == row.end() || !io::json_to_double(*it, value) || !std::isfinite(value)) {
+    if (it == row.end() || !io::json_to_double(*it, value)) {
       ++pivot.rows_no_value;
       continue;
     }
@@ -191,15 +208,25 @@ Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
                       x_labels.add(label_of(row, spec.x))};
     CellValues& cell = cells[key];
     check_same_experiment(cell, row, fixed_columns);
-    cell.values.push_back(value);
-    ++pivot.rows_used;
+    if (std::isfinite(value)) {
+      cell.values.push_back(value);
+      ++pivot.rows_used;
+    } else {
+      cell.special.push_back(value);
+      ++pivot.rows_non_finite;
+    }
   }
-  if (cells.empty()) {
-    throw PivotError("--metric " + spec.metric + ": no ok row has a finite number in it (" +
-                     std::to_string(pivot.rows_not_ok) + " rows failed or skipped, " +
-                     std::to_string(pivot.rows_no_value) +
-                     " without a value: ratio_* columns are empty for variants without "
-                     "ratio_to)");
+  if (pivot.rows_used == 0) {
+    std::string why = std::to_string(pivot.rows_not_ok) + " rows failed or skipped, " +
+                      std::to_string(pivot.rows_no_value) + " without the column";
+    if (pivot.rows_no_value > 0 && spec.metric.rfind("ratio_", 0) == 0)
+      why += " (ratio_* columns are empty for variants without ratio_to)";
+    if (pivot.rows_non_finite > 0)
+      why += ", " + std::to_string(pivot.rows_non_finite) +
+             " with a non-finite value (nan or inf: a ratio is inf where the reference deviates "
+             "by exactly 0)";
+    throw PivotError("--metric " + spec.metric + ": no ok row has a finite number in it (" + why +
+                     ")");
   }
   pivot.x_numeric = x_labels.numeric();
   const auto rr = row_labels.ranks(), cr = col_labels.ranks(), sr = series_labels.ranks(),
@@ -224,6 +251,8 @@ Pivot make_pivot(const std::vector<Json>& rows, const PivotSpec& spec) {
     cell.series = series_labels[si[key.series]];
     cell.x = x_labels[xi[key.x]];
     fill_stats(cell, values->values);
+    cell.non_finite = values->special.size();
+    cell.non_finite_text = non_finite_text(values->special);
     pivot.cells.push_back(cell);
   }
   return pivot;
@@ -236,7 +265,9 @@ std::string pivot_csv(const Pivot& pivot) {
   if (!s.col.empty()) header.push_back(s.col);
   header.push_back(s.series);
   header.push_back(s.x);
-  for (const char* c : {"mean", "min", "max", "std", "n"}) header.emplace_back(c);
+  for (const char* c :
+       {"mean", "min", "max", "std", "n", "ci_low", "ci_high", "ci_method", "non_finite"})
+    header.emplace_back(c);
   std::string out = io::csv_record(header);
   for (const PivotCell& c : pivot.cells) {
     std::vector<std::string> f;
@@ -244,23 +275,74 @@ std::string pivot_csv(const Pivot& pivot) {
     if (!s.col.empty()) f.push_back(c.col);
     f.push_back(c.series);
     f.push_back(c.x);
-    for (double v : {c.mean, c.min, c.max, c.std}) f.push_back(io::format_number(v));
+    for (double v : {c.mean, c.min, c.max, c.std})
+      f.push_back(c.n ? io::format_number(v) : std::string());
     f.push_back(std::to_string(c.n));
+    const bool ci = c.ci.method != IntervalMethod::none;
+    f.push_back(ci ? io::format_number(c.ci.low) : std::string());
+    f.push_back(ci ? io::format_number(c.ci.high) : std::string());
+    f.emplace_back(interval_method_name(c.ci.method));
+    f.push_back(c.non_finite ? std::to_string(c.non_finite) + " " + c.non_finite_text
+                             : std::string());
     out += io::csv_record(f);
   }
   return out;
 }
 
+namespace pivot_detail {
+
+// A label in a markdown heading: one line (a newline in a variant's name would end the heading),
+// control characters written as \xNN (io::printable: never raw ESC to a terminal).
+std::string one_line(const std::string& text) {
+  std::string out = text;
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  std::replace(out.begin(), out.end(), '\r', ' ');
+  return io::printable(out);
+}
+
+std::string markdown_cell(const PivotCell& c, bool ci) {
+  std::string text;
+  if (c.n > 0) {
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict for "literal" + rvalue
+    // string chains inlined here.
+    for (const std::string& piece : {short_number(c.mean), std::string(" ("), short_number(c.min),
+                                     std::string(".."), short_number(c.max), std::string(", sd "),
+                                     short_number(c.std), std::string(", n "), std::to_string(c.n)})
+      text += piece;
+    if (ci && c.ci.method != IntervalMethod::none) {
+      text.append(", 95% CI ").append(short_number(c.ci.low)).append("..");
+      text.append(short_number(c.ci.high)).append(" ").append(interval_method_name(c.ci.method));
+    }
+    text += ")";
+  }
+  if (c.non_finite > 0) {
+    text.append(c.n > 0 ? " + " : "").append(c.non_finite_text).append(" (");
+    text.append(std::to_string(c.non_finite)).append(c.non_finite == 1 ? " trial" : " trials");
+    text.append(c.n > 0 ? ", not in the mean)" : ")");
+  }
+  return text;
+}
+
+}  // namespace pivot_detail
+
 std::string pivot_markdown(const Pivot& pivot) {
+  using pivot_detail::one_line;
   const PivotSpec& s = pivot.spec;
-  std::string out = "# " + s.metric + " by " + s.x + " and " + s.series + "\n\n";
-  out += "Cells: mean over trials (min..max, sd = sample standard deviation, n = trials). ";
-  out += std::to_string(pivot.rows_used);
-  out += " rows used, ";
-  out += std::to_string(pivot.rows_not_ok);
-  out += " failed or skipped, ";
-  out += std::to_string(pivot.rows_no_value);
-  out += " without a value.\n";
+  std::string out = "# " + one_line(s.metric + " by " + s.x + " and " + s.series) + "\n\n";
+  out +=
+      "Cells: mean over trials (min..max, sd = sample standard deviation, n = trials with a "
+      "finite value";
+  if (s.ci)
+    out += "; 95% CI of the mean: t = Student's t interval (fewer than " +
+           std::to_string(kBootstrapMinimum) + " trials), bootstrap = percentile bootstrap of " +
+           std::to_string(kBootstrapResamples) + " resamples";
+  out += "). " + std::to_string(pivot.rows_used) + " rows used, " +
+         std::to_string(pivot.rows_not_ok) + " failed or skipped, " +
+         std::to_string(pivot.rows_no_value) + " without a value";
+  if (pivot.rows_non_finite > 0)
+    out += ", " + std::to_string(pivot.rows_non_finite) +
+           " non-finite (named in their cells, not in any mean)";
+  out += ".\n";
   std::size_t begin = 0;
   while (begin < pivot.cells.size()) {
     std::size_t end = begin;
@@ -286,38 +368,27 @@ std::string pivot_markdown(const Pivot& pivot) {
     }
     out += "\n";
     if (!s.row.empty() || !s.col.empty()) {
-      out += "## ";
-      if (!s.row.empty()) out += s.row + " = " + pivot.cells[begin].row;
-      if (!s.row.empty() && !s.col.empty()) out += ", ";
-      if (!s.col.empty()) out += s.col + " = " + pivot.cells[begin].col;
-      out += "\n\n";
+      std::string heading;
+      if (!s.row.empty()) heading += s.row + " = " + pivot.cells[begin].row;
+      if (!s.row.empty() && !s.col.empty()) heading += ", ";
+      if (!s.col.empty()) heading += s.col + " = " + pivot.cells[begin].col;
+      out += "## " + one_line(heading) + "\n\n";
     }
-    out += "| " + s.x + " |";
-    for (const std::string& name : series) out += " " + s.series + " = " + name + " |";
-    out += "\n| ---: |";
-    for (std::size_t i = 0; i < series.size(); ++i) out += " ---: |";
-    out += "\n";
+    std::vector<std::string> header = {s.x};
+    for (const std::string& name : series) header.push_back(s.series + " = " + name);
+    std::vector<std::vector<std::string>> table;
     for (const std::string& x : xs) {
-      out += "| " + x + " |";
+      std::vector<std::string> line = {x};
       for (const std::string& name : series) {
-        const auto it =
-            std::find_if(pivot.cells.begin() + static_cast<std::ptrdiff_t>(begin),
-                         pivot.cells.begin() + static_cast<std::ptrdiff_t>(end),
-                         [&](const PivotCell& c) { return c.series == name && c.x == x; });
-        if (it == pivot.cells.begin() + static_cast<std::ptrdiff_t>(end)) {
-          out += " |";
-          continue;
-        }
-        // Appended piece by piece: GCC 12 reports a false -Wrestrict for "literal" + rvalue
-        // string chains inlined here.
-        for (const std::string& piece :
-             {std::string(" "), short_number(it->mean), std::string(" ("), short_number(it->min),
-              std::string(".."), short_number(it->max), std::string(", sd "), short_number(it->std),
-              std::string(", n "), std::to_string(it->n), std::string(") |")})
-          out += piece;
+        const auto first = pivot.cells.begin() + static_cast<std::ptrdiff_t>(begin);
+        const auto last = pivot.cells.begin() + static_cast<std::ptrdiff_t>(end);
+        const auto it = std::find_if(
+            first, last, [&](const PivotCell& c) { return c.series == name && c.x == x; });
+        line.push_back(it == last ? std::string() : pivot_detail::markdown_cell(*it, s.ci));
       }
-      out += "\n";
+      table.push_back(std::move(line));
     }
+    out += io::markdown_table(header, table);
     begin = end;
   }
   return out;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "experiment/results/interval.hpp"
 #include "io/json_values.hpp"
 
 namespace attndev::experiment {
@@ -24,6 +25,8 @@ struct PivotSpec {
   std::string series;  // one line per value: variant (default), policy, block_c, ...
   std::string row;     // facet rows; empty: one
   std::string col;     // facet columns; empty: one
+  // The markdown shows each cell's 95% interval of the mean (interval.hpp) too.
+  bool ci = false;
 };
 
 struct PivotCell {
@@ -37,7 +40,13 @@ struct PivotCell {
   // Sample standard deviation (n - 1 in the denominator) of the cell's values; 0 when n == 1,
   // where there is no spread to show.
   double std = 0;
-  std::size_t n = 0;
+  std::size_t n = 0;  // finite values: the statistics are over these
+  // 95% interval of the mean over the n values (interval.hpp: t or bootstrap by n).
+  Interval ci;
+  // Values that are nan or +-inf (a ratio whose reference deviates by exactly 0): never
+  // averaged, never dropped without a word; `non_finite_text` lists them ("inf", "inf, nan").
+  std::size_t non_finite = 0;
+  std::string non_finite_text;
 };
 
 struct Pivot {
@@ -47,8 +56,9 @@ struct Pivot {
   std::vector<PivotCell> cells;
   bool x_numeric = false;  // every x label is a number: a line plot, not categories
   std::size_t rows_used = 0;
-  std::size_t rows_not_ok = 0;    // failed or skipped rows: no numbers to use
-  std::size_t rows_no_value = 0;  // ok rows without a finite number in the metric column
+  std::size_t rows_not_ok = 0;      // failed or skipped rows: no numbers to use
+  std::size_t rows_no_value = 0;    // ok rows without a number in the metric column
+  std::size_t rows_non_finite = 0;  // ok rows whose number is nan or +-inf (in their cells)
 };
 
 // A request the rows cannot answer (unknown column, no values, a varying axis left out);
@@ -64,11 +74,14 @@ bool is_trial_column(const std::string& column);
 // Throws PivotError.
 Pivot make_pivot(const std::vector<io::Json>& rows, const PivotSpec& spec);
 
-// Long format, RFC 4180: [row] [col] series x mean min max std n, headed by the column names
-// of the spec (e.g. variant,seq_len,mean,...). Numbers in shortest round-trip form.
+// Long format, RFC 4180: [row] [col] series x mean min max std n ci_low ci_high ci_method
+// non_finite, headed by the column names of the spec (e.g. variant,seq_len,mean,...). Numbers
+// in shortest round-trip form; a cell with no finite value has empty statistics.
 std::string pivot_csv(const Pivot& pivot);
 
-// One markdown table per facet: x down, a column per series, "mean (min..max, sd s, n k)" cells.
+// One markdown table per facet: x down, a column per series, "mean (min..max, sd s, n k)" cells
+// (with ", 95% CI lo..hi" when spec.ci), non-finite values named in their cells; names are
+// escaped (a `|` or a newline in a variant's name cannot break the table).
 std::string pivot_markdown(const Pivot& pivot);
 
 }  // namespace attndev::experiment

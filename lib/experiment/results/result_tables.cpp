@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "experiment/results/attribution_table.hpp"
 #include "experiment/results/result_row.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
@@ -79,41 +80,37 @@ std::string metric_cell(const Cell& c, bool runtime) {
 
 }  // namespace
 
-std::string summary_markdown(const Config& config, const Plan& plan, const StoredResults& results,
-                             const io::Provenance& writer) {
-  std::string md = "# " + config.name + "\n\n";
-  if (!config.description.empty()) md += config.description + "\n\n";
-  std::size_t ok = 0, skipped = 0, failed = 0;
-  std::map<std::string, int> problems;
-  for (const Json& row : results.rows) {
-    const Status status = row_status(row);
-    if (status.is_ok()) {
-      ++ok;
-    } else {
-      (status.kind == StatusKind::skipped ? skipped : failed) += 1;
-      ++problems[row["variant"].get<std::string>() + ": " + status.text()];
-    }
-  }
-  md += "- points: " + std::to_string(results.done_points.size()) + " of " +
-        std::to_string(plan.points.size()) + " done (" + std::to_string(plan.skipped.size()) +
-        " axis combinations skipped by constraints), " + std::to_string(config.seeds.size()) +
-        " trial(s) each\n";
-  md += "- rows: " + std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
-        std::to_string(skipped) + " skipped\n";
-  md += "- config hash " + config.hash + "; attndev " + writer.tool_version + " (git " +
-        writer.git_revision + ", " + writer.compiler + "); " + writer.cpu_model + "; written " +
-        writer.time_utc + "\n";
-  md +=
-      "- deviation is measured against the FP64 golden (baseline attention in fp64 on the same "
-      "rounded inputs); ratio_* = variant / its reference variant at the same point\n\n";
+namespace {
 
+// A config with `"stage"` variants: the attribution table (attribution_table.hpp) of each
+// deviation metric the config selects (a ratio_X selects X), max_abs when it selects none.
+std::string attribution_section(const Config& config, const std::vector<Json>& rows) {
+  std::vector<std::string> metrics;
+  for (const std::string& m : config.metrics) {
+    const std::string base = m.rfind("ratio_", 0) == 0 ? m.substr(6) : m;
+    const bool ratio_metric = std::find(std::begin(kRatioMetrics), std::end(kRatioMetrics), base) !=
+                              std::end(kRatioMetrics);
+    if (ratio_metric && std::find(metrics.begin(), metrics.end(), base) == metrics.end())
+      metrics.push_back(base);
+  }
+  if (metrics.empty()) metrics.emplace_back("max_abs");
+  std::string md;
+  for (const std::string& metric : metrics)
+    md += attribution_markdown(make_attribution(config, rows, metric));
+  return md;
+}
+
+// One table per selected metric: a row per combination of the axes that vary, a column per
+// variant.
+std::string variant_pivots(const Config& config, const Plan& plan, const std::vector<Json>& rows) {
+  std::string md;
   // Pivot: one table row per combination of the axes that vary, one column per variant. Values
   // are means over trials; the key keeps plan order (first appearance).
   std::vector<std::string> keys;
   std::map<std::string, std::vector<std::string>> key_axes;
   std::map<std::string, std::size_t> key_pos;
   std::vector<std::vector<const Json*>> by_key;
-  for (const Json& row : results.rows) {
+  for (const Json& row : rows) {
     std::string key;
     std::vector<std::string> values;
     for (const std::string& axis : plan.varying_axes) {
@@ -173,6 +170,44 @@ std::string summary_markdown(const Config& config, const Plan& plan, const Store
       table.push_back(std::move(line));
     }
     md += io::markdown_table(header, table) + "\n";
+  }
+  return md;
+}
+
+}  // namespace
+
+std::string summary_markdown(const Config& config, const Plan& plan, const StoredResults& results,
+                             const io::Provenance& writer) {
+  std::string md = "# " + config.name + "\n\n";
+  if (!config.description.empty()) md += config.description + "\n\n";
+  std::size_t ok = 0, skipped = 0, failed = 0;
+  std::map<std::string, int> problems;
+  for (const Json& row : results.rows) {
+    const Status status = row_status(row);
+    if (status.is_ok()) {
+      ++ok;
+    } else {
+      (status.kind == StatusKind::skipped ? skipped : failed) += 1;
+      ++problems[row["variant"].get<std::string>() + ": " + status.text()];
+    }
+  }
+  md += "- points: " + std::to_string(results.done_points.size()) + " of " +
+        std::to_string(plan.points.size()) + " done (" + std::to_string(plan.skipped.size()) +
+        " axis combinations skipped by constraints), " + std::to_string(config.seeds.size()) +
+        " trial(s) each\n";
+  md += "- rows: " + std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
+        std::to_string(skipped) + " skipped\n";
+  md += "- config hash " + config.hash + "; attndev " + writer.tool_version + " (git " +
+        writer.git_revision + ", " + writer.compiler + "); " + writer.cpu_model + "; written " +
+        writer.time_utc + "\n";
+  md +=
+      "- deviation is measured against the FP64 golden (baseline attention in fp64 on the same "
+      "rounded inputs); ratio_* = variant / its reference variant at the same point\n\n";
+
+  if (has_stage_variants(config)) {
+    md += attribution_section(config, results.rows);
+  } else {
+    md += variant_pivots(config, plan, results.rows);
   }
   if (!problems.empty()) {
     md += "## Not compared\n\n";

@@ -52,10 +52,20 @@ void DumpWriter::variant(const Variant& v, const Status& status, const attention
   m["variant"] = v.name;
   m["algorithm"] = variant_algorithm_name(v);
   m["backend"] = backend_name(v.backend);
-  m["policy"] = config::policy_stages_json(v.policy).dump();
-  m["policy_label"] = v.policy_label;
+  if (v.external) {
+    // An external's arithmetic is its own: attndev knows only the format Q, K, V and O are
+    // exchanged in (its `format`), and records that rather than a policy it never ran.
+    m["exchange_format"] = numerics::format_name(v.policy.output);
+    m["command"] = v.external->command;
+  } else {
+    m["policy"] = config::policy_stages_json(v.policy).dump();
+    m["policy_label"] = v.policy_label;
+    if (v.stage) {
+      m["stage"] = v.stage->text();
+      m["base_policy_label"] = v.base_policy_label;
+    }
+  }
   m["status"] = status.text();
-  if (v.external) m["command"] = v.external->command;
   // An output holds values of its policy's output format; one that does not (an external
   // command writing fp32 for a bf16 variant) is kept exact in F64 rather than rounded here.
   numerics::Format format = v.policy.output;

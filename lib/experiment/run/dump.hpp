@@ -10,7 +10,9 @@
 //
 // `attndev run` with "dump": true writes <out>/dump/<point id>/; `attndev point --dump DIR`
 // writes DIR/. Metadata (string -> string): point_id, seed, axes (JSON), and for a variant its
-// name, algorithm, backend, policy (every stage, JSON) and status; provenance (JSON) everywhere.
+// name, algorithm, backend, policy (every stage, JSON; with `stage`, the override and the base
+// policy's label) and status, or for an external variant its exchange_format and command in place
+// of a policy; provenance (JSON) everywhere.
 #pragma once
 
 #include <filesystem>

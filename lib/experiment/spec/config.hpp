@@ -19,6 +19,7 @@
 #include "attention/attention.hpp"
 #include "config/error.hpp"
 #include "experiment/spec/axes.hpp"
+#include "experiment/spec/stage.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::experiment {
@@ -33,9 +34,10 @@ inline constexpr std::string_view kAxisNames[] = {
     "inputs",       "batch",  "heads",           "seq_len", "seq_len_kv", "head_dim",
     "distribution", "causal", "scale_placement", "block_r", "block_c"};
 // Axes of the variants rather than of the points: each value makes one copy of every variant that
-// names it as a placeholder (`"policy": "kernel-{format}"`, `"name": "flash2-{format}"`). They
+// names it as a placeholder (`"policy": "kernel-{format}"`, `"name": "flash2-{format}"`,
+// `"stage": "{stage}"`). They
 // leave points (and so point ids) alone: a variant's policy never entered a point's id.
-inline constexpr std::string_view kVariantAxisNames[] = {"format", "policy"};
+inline constexpr std::string_view kVariantAxisNames[] = {"format", "policy", "stage"};
 // Axes an `inputs` file decides; a config with `inputs` may not set them.
 inline constexpr std::string_view kFileShapeAxes[] = {"batch",      "heads",    "seq_len",
                                                       "seq_len_kv", "head_dim", "distribution"};
@@ -95,6 +97,11 @@ struct Variant {
   std::string kernel;
   numerics::PrecisionPolicy policy;
   std::string policy_label;
+  // `"stage"` (experiment/spec/stage.hpp): `policy` is `base_policy` changed as `stage` says;
+  // without the key, no stage and base_policy == policy.
+  std::optional<StageSpec> stage;
+  numerics::PrecisionPolicy base_policy;
+  std::string base_policy_label;
   Backend backend = Backend::cpu;
   bool baseline = false;  // the default reference of ratio_* columns
   // Name of the variant this one's ratios divide by; empty: the `baseline: true` variant (if

@@ -10,6 +10,7 @@
 #include "config/suggest.hpp"
 #include "experiment/spec/config_parse.hpp"
 #include "experiment/spec/inputs.hpp"
+#include "experiment/spec/stage.hpp"
 #include "io/json_strict.hpp"
 #include "numerics/format.hpp"
 
@@ -250,8 +251,15 @@ VariantAxes parse_variant_axes(const json& root, const std::set<std::string>& ov
       const bool is_format = name == "format";
       require_type(list[i], vpath, list[i].is_string() && !list[i].get<std::string>().empty(),
                    is_format ? "a format name such as \"bf16\""
-                             : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
+                   : name == "stage"
+                       ? "a stage override such as \"raise:score\""
+                       : "a preset name such as \"kernel-bf16\" (`attndev list presets`)");
       const std::string value = list[i].get<std::string>();
+      if (name == "stage") {
+        StageSpec spec;
+        std::string error;
+        if (!parse_stage_spec(value, spec, error)) throw ConfigError(vpath, error);
+      }
       if (is_format) {
         std::vector<std::string_view> formats;
         for (numerics::Format f : numerics::kAllFormats)

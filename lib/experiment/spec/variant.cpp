@@ -45,9 +45,9 @@ std::string variant_algorithm_name(const Variant& variant) {
 
 namespace {
 
-constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
-                                             "backend",   "baseline",  "ratio_to",
-                                             "reference", "block_r",   "block_c"};
+constexpr std::string_view kVariantKeys[] = {"name",    "algorithm", "policy",   "stage",
+                                             "backend", "baseline",  "ratio_to", "reference",
+                                             "block_r", "block_c"};
 constexpr std::string_view kExternalVariantKeys[] = {"name", "external", "format",   "timeout",
                                                      "env",  "baseline", "ratio_to", "reference"};
 constexpr std::string_view kBackendNames[] = {"cpu", "cuda"};
@@ -217,6 +217,24 @@ Variant::External parse_external(const json& v, const std::string& path) {
   return e;
 }
 
+// The variant's `"stage"` (experiment/spec/stage.hpp): its policy becomes the parsed one changed
+// as the stage spec says; base_policy keeps the policy as written.
+void apply_variant_stage(const json& v, const std::string& path, Variant& variant) {
+  variant.base_policy = variant.policy;
+  variant.base_policy_label = variant.policy_label;
+  if (!v.contains("stage")) return;
+  const std::string key_path = config::join_path(path, "stage");
+  require_type(v["stage"], key_path, v["stage"].is_string(),
+               "a stage override such as \"raise:score\" or \"only:prob\"");
+  std::string error;
+  StageSpec spec;
+  if (!parse_stage_spec(v["stage"].get<std::string>(), spec, error))
+    throw ConfigError(key_path, error);
+  variant.policy = apply_stage_spec(variant.base_policy, spec);
+  variant.policy_label = policy_label(variant.policy);
+  variant.stage = std::move(spec);
+}
+
 }  // namespace
 
 Variant parse_variant(const json& v, const std::string& path) {
@@ -249,6 +267,8 @@ Variant parse_variant(const json& v, const std::string& path) {
     variant.policy = numerics::PrecisionPolicy{
         format, format, format, format, format, format, format, true, numerics::Overflow::saturate};
     variant.policy_label = numerics::format_name(format);
+    variant.base_policy = variant.policy;
+    variant.base_policy_label = variant.policy_label;
   } else {
     check_keys(v, path, kVariantKeys);
     const auto names = algorithm_names();
@@ -276,6 +296,7 @@ Variant parse_variant(const json& v, const std::string& path) {
     if (!parse_policy(v["policy"], variant.policy, error))
       throw ConfigError(config::join_path(path, "policy"), error);
     variant.policy_label = policy_label(variant.policy);
+    apply_variant_stage(v, path, variant);
     if (v.contains("backend"))
       variant.backend = parse_backend(v["backend"], config::join_path(path, "backend"));
     for (const auto& [key, tile] :
@@ -313,7 +334,8 @@ Variant parse_variant(const json& v, const std::string& path) {
       throw ConfigError(config::join_path(path, "name"),
                         "\"golden\" names the FP64 golden; pick another name");
   } else {
-    variant.name = variant_algorithm_name(variant) + "-" + variant.policy_label +
+    variant.name = variant_algorithm_name(variant) + "-" + variant.base_policy_label +
+                   (variant.stage ? "-" + variant.stage->text() : std::string()) +
                    (variant.backend == Backend::cuda ? "-cuda" : "");
   }
   return variant;

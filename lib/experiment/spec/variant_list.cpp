@@ -81,11 +81,13 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
       const auto it =
           std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == axis; });
       if (it == axes.end())
-        throw ConfigError(
-            at("variants", i),
-            "names " + placeholder(axis) + ", but the config has no axis \"" + std::string(axis) +
-                "\": add its values to axes, e.g. \"" + std::string(axis) + "\": " +
-                (axis == "format" ? "[\"bf16\", \"fp16\"]" : "[\"kernel-bf16\", \"kernel-fp16\"]"));
+        throw ConfigError(at("variants", i),
+                          "names " + placeholder(axis) + ", but the config has no axis \"" +
+                              std::string(axis) + "\": add its values to axes, e.g. \"" +
+                              std::string(axis) + "\": " +
+                              (axis == "format"  ? "[\"bf16\", \"fp16\"]"
+                               : axis == "stage" ? "[\"none\", \"raise:score\"]"
+                                                 : "[\"kernel-bf16\", \"kernel-fp16\"]"));
       if (list[i].contains("name") && !names_placeholder(list[i]["name"], axis))
         throw ConfigError(config::join_path(at("variants", i), "name"),
                           "the name is the same for every value of axes." + std::string(axis) +
@@ -109,10 +111,13 @@ std::vector<VariantSource> expand_variants(const json& list, const VariantAxes& 
   }
   for (const auto& [axis, values] : axes)
     if (!used_axes.count(axis))
-      throw ConfigError("axes." + axis, "no variant names " + placeholder(axis) +
-                                            ", so this axis would change nothing: write it into "
-                                            "a variant (e.g. \"policy\": \"kernel-" +
-                                            placeholder(axis) + "\") or remove the axis");
+      throw ConfigError("axes." + axis,
+                        "no variant names " + placeholder(axis) +
+                            ", so this axis would change nothing: write it into "
+                            "a variant (e.g. " +
+                            (axis == "stage" ? "\"stage\": \"" + placeholder(axis)
+                                             : "\"policy\": \"kernel-" + placeholder(axis)) +
+                            "\") or remove the axis");
   return out;
 }
 
