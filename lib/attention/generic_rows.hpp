@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/detail.hpp"
+#include "attention/mask.hpp"
 #include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
@@ -48,7 +49,7 @@ void flash2_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, con
                                  pv.data(),      chunk_count.data()};
   rows::flash2_rows(A{p.policy}, scalar_kernels(q, k, v, rb), dequant, rows::RegisterState{},
                     p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
-                    lse_rows(out, rb));
+                    lse_rows(out, rb), key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 inline void flash1_generic_rows(const Problem& p, const RowBlock& rb, Output& out) {
@@ -64,7 +65,7 @@ inline void flash1_generic_rows(const Problem& p, const RowBlock& rb, Output& ou
                                  pv.data()};
   rows::flash1_rows(A{p.policy}, scalar_kernels(p.q, p.k, p.v, rb), rows::HbmState{},
                     p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
-                    lse_rows(out, rb));
+                    lse_rows(out, rb), key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 template <class Dequant>
@@ -79,7 +80,8 @@ void baseline_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, c
   std::vector<double> acc(rows * d);   // (rows, d)
   const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(), n_kv, acc.data(), d};
   rows::baseline_rows(A{p.policy}, scalar_kernels(q, k, v, rb), dequant, p.row_params(),
-                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 }  // namespace attndev::attention::detail
