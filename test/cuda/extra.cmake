@@ -17,7 +17,7 @@ endif()
 
 # What scripts/gpu-check.sh builds and runs, as one target: every CUDA test executable
 # (test/cuda/test_*.cpp and cuda_gpu_kernels), the check tool and attndev, so that the script,
-# CI's bundle-only build (scripts/ci-bundle-build.sh) and the test list cannot drift apart.
+# CI's bundle-only build (scripts/clang-check.sh) and the test list cannot drift apart.
 # gpu-check-targets.txt ("KIND NAME PATH" per line) tells the script where each one is and which
 # executables must have ctest entries.
 if(TARGET attndev_cuda)
