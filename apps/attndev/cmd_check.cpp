@@ -85,8 +85,10 @@ std::vector<VariantCheck> collect(const experiment::Config& config,
   for (std::size_t v = 0; v < config.variants.size(); ++v) {
     const int ref = config.ratio_reference(v);
     if (ref < 0) continue;
-    checks.push_back(
-        {config.variants[v].name, config.variants[static_cast<std::size_t>(ref)].name});
+    VariantCheck c;
+    c.variant = config.variants[v].name;
+    c.reference = config.variants[static_cast<std::size_t>(ref)].name;
+    checks.push_back(c);
   }
   const std::string key = "ratio_" + a.metric;
   for (const io::Json& row : rows) {
@@ -146,6 +148,8 @@ experiment::RunReport run_config(const CheckArgs& a, const LoadedConfig& loaded,
     }
   }
   progress.finish();
+  log::info("{} points ({} resumed, {} run now); results in {}", report.shard_points,
+            report.already_done, report.ran, options.dir.string());
   if (report.interrupted) {
     log::warn("interrupted by {}: rerun the same command to resume",
               signal_name(static_cast<int>(g_stop_signal)));

@@ -148,6 +148,7 @@ def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), caus
     """
     start = time.perf_counter()
     br, bc = _args.block(block)
+    timing = _args.boolean("timing", timing)
     qa, ka, va = _as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v")
     out, kernel_s = _native().attention(
         qa, ka, va, _args.text("algo", algo), _policy_text(policy), br, bc,
@@ -155,7 +156,7 @@ def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), caus
         _args.real("scale", scale), _args.integer("threads", threads),
         _args.text("backend", backend), _mask_bias(mask, qa, ka))
     out = _shape_like(out, q)
-    if _args.boolean("timing", timing):
+    if timing:
         return out, {"kernel_s": kernel_s, "total_s": time.perf_counter() - start}
     return out
 

@@ -7,9 +7,10 @@ deviation of a same-precision reference implementation, so the assertion is
 
     deviation(actual, golden) <= max_ratio * deviation(reference, golden) + floor
 
-with the floor one unit roundoff of the output format at the golden's scale (below it the format
-cannot resolve the golden: both deviations are then round-off of the format itself). No typed-in
-epsilon:
+with the floor the output format's own rounding of the golden, measured in the same metric (the
+deviation of round(golden, format) from golden: a result can do no better than be the golden
+stored in the format, and FlashAttention-3's tests take their tolerance from the output dtype
+the same way). No typed-in epsilon:
 
     import attndev.testing as at
     out = my_kernel(q, k, v)                                   # e.g. bf16 tensors
@@ -26,13 +27,13 @@ from . import attention as _attention
 from . import deviation as _deviation
 from . import golden as _golden
 from . import policy_formats as _policy_formats
+from . import round as _round
 
 __all__ = ["assert_deviation_within", "assert_attention_close"]
 
-# Metrics an assertion can hold: absolute ones (floored at u * max|golden|) and rel_l2 (floored
-# at u: it is already divided by the golden's norm).
-_ABSOLUTE = ("max_abs", "mean_abs", "rmse")
-_METRICS = _ABSOLUTE + ("rel_l2",)
+# Metrics an assertion can hold: those that grow with the error (cos_sim does not; max_rel is
+# floored on its own terms, deviation()'s max_rel_floor).
+_METRICS = ("max_abs", "mean_abs", "rmse", "rel_l2")
 
 
 def _element(shape, flat):
@@ -56,9 +57,10 @@ def assert_deviation_within(actual, golden, reference, *, max_ratio=2.0, metric=
     """Asserts deviation(actual, golden)[metric] <= max_ratio * deviation(reference,
     golden)[metric] + floor. ``actual``: the output under test; ``golden``: a more precise result
     on the same inputs (attndev.golden); ``reference``: a same-precision implementation's output
-    (e.g. attndev.attention(..., algo="baseline")). ``format``: the output format whose unit
-    roundoff at max|golden| is the floor. A NaN or inf in ``actual`` fails whatever the ratio.
-    Returns {"metric", "actual", "reference", "ratio", "limit", "floor"}."""
+    (e.g. attndev.attention(..., algo="baseline")). ``format``: the output format; the floor is
+    the metric of round(golden, format) against golden (0 for fp64). A NaN or inf in ``actual``
+    fails whatever the ratio. Returns {"metric", "actual", "reference", "ratio", "limit",
+    "floor"}."""
     __tracebackhide__ = True  # pytest shows the caller's line, not this one
     metric = _args.text("metric", metric)
     if metric not in _METRICS:
@@ -75,9 +77,7 @@ def assert_deviation_within(actual, golden, reference, *, max_ratio=2.0, metric=
                           f"{r.shape}")
     dev = _deviation(a, g, format=format)
     ref = _deviation(r, g, format=format)
-    scale = float(np.max(np.abs(g[np.isfinite(g)]), initial=0.0))
-    floor = dev["max_rel_floor"] if metric in _ABSOLUTE else (
-        dev["max_rel_floor"] / scale if scale > 0 else 0.0)
+    floor = _deviation(_round(g, format), g, format=format)[metric]
     limit = max_ratio * ref[metric] + floor
     ratio = dev[metric] / ref[metric] if ref[metric] > 0 else (
         1.0 if dev[metric] == 0 else float("inf"))
@@ -91,8 +91,7 @@ def assert_deviation_within(actual, golden, reference, *, max_ratio=2.0, metric=
             (f"{dev['nan_count']} NaN and {dev['inf_count']} inf in the output" if broken else
              f"{metric} deviation from the golden {dev[metric]:.4g} is {ratio:.3g}x the "
              f"reference's {ref[metric]:.4g}: above the limit {limit:.4g} = {max_ratio:g} x "
-             f"{ref[metric]:.4g} + floor {floor:.3g} (unit roundoff of {format} at max|golden| "
-             f"{scale:.4g})"),
+             f"{ref[metric]:.4g} + floor {floor:.3g} (the golden rounded to {format})"),
             f"worst element: {_element(a.shape, w)}: actual {flat_a[w]!r}, golden {flat_g[w]!r}, "
             f"reference {flat_r[w]!r}" if 0 <= w < flat_a.size else "",
         ]

@@ -142,7 +142,7 @@ inline numerics::PrecisionPolicy parse_policy(const std::string& text, const cha
       throw ArgumentError(std::string(keyword) + ": the JSON is " + *deep);
     try {
       value = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
       throw ArgumentError(std::string(keyword) + ": not valid JSON (" + e.what() + ")");
     }
   } else {

@@ -256,9 +256,13 @@ NB_MODULE(_core, m) {
           std::rethrow_exception(p);
         } catch (const ArgumentError& e) {
           PyErr_SetString(static_cast<PyObject*>(type), short_message(e.what()).c_str());
+        } catch (const nb::python_error&) {
+          throw;  // a Python exception on its way back (KeyboardInterrupt): restored as it is
         } catch (const nb::builtin_exception&) {
           throw;  // nanobind's own (TypeError, ...): its translator maps them
-        } catch (const std::runtime_error& e) {
+        } catch (const std::bad_alloc&) {
+          throw;  // MemoryError, by nanobind's translator
+        } catch (const std::exception& e) {
           PyErr_SetString(PyExc_RuntimeError, short_message(e.what()).c_str());
         }
       },

@@ -29,7 +29,7 @@ def test_a_broken_kernel_fails_with_a_clear_message():
     text = str(e.value)
     assert text.startswith("my kernel\nmax_abs deviation from the golden ")
     assert "x the reference's" in text and "above the limit" in text
-    assert "floor" in text and "unit roundoff of bf16" in text
+    assert "floor" in text and "(the golden rounded to bf16)" in text
     assert "worst element: flat index" in text and "(h" in text and "actual" in text
 
 
@@ -52,12 +52,16 @@ def test_deviation_within_with_own_references():
         at.assert_deviation_within(base, g, flash, max_ratio=1.0, metric="rmse", format="fp16")
 
 
-def test_a_result_at_the_formats_round_off_passes_on_the_floor():
+def test_the_golden_stored_in_the_format_passes_on_the_floor():
+    """A result that is the golden rounded to the output format cannot do better: it passes
+    against a reference that is the golden itself (deviation 0), on the floor alone."""
     q, k, v = point(seed=4)
-    g = attndev.golden(q, k, v, policy="fp32")
-    exact = attndev.attention(q, k, v, policy="fp64")  # the golden itself: deviation ~ 0
-    r = at.assert_deviation_within(g, g, exact, max_ratio=0.5, format="fp32")
-    assert r["actual"] == 0 and r["floor"] > 0
+    g = attndev.golden(q, k, v, policy="kernel-bf16")
+    stored = attndev.round(g, "bf16")
+    r = at.assert_deviation_within(stored, g, g, max_ratio=2.0, format="bf16")
+    assert r["reference"] == 0 and r["actual"] == r["floor"] > 0
+    with pytest.raises(AssertionError):  # without the floor (fp64) it would fail
+        at.assert_deviation_within(stored, g, g, max_ratio=2.0, format="fp64")
 
 
 def test_bad_arguments():
