@@ -112,13 +112,14 @@ std::vector<VariantCheck> collect(const experiment::Config& config,
 void print_checks(const std::vector<VariantCheck>& checks, const CheckArgs& a) {
   std::printf("check: ratio_%s <= %s at every point (variant / its ratio_to reference)\n\n",
               a.metric.c_str(), io::format_number(a.max_ratio).c_str());
-  std::printf("%-24s %-24s %7s %12s  %-8s %s\n", "variant", "reference", "points", "worst",
+  std::printf("%-24s %-24s %6s %9s  %-8s %s\n", "variant", "reference", "points", "worst",
               "verdict", "worst at");
   for (const VariantCheck& c : checks) {
     const char* verdict = c.points == 0 ? "no rows" : (c.holds(a.max_ratio) ? "ok" : "EXCEEDS");
-    std::printf("%-24s %-24s %7zu %12s  %-8s %s\n", c.variant.c_str(), c.reference.c_str(),
-                c.points, c.points ? io::format_number(c.worst).c_str() : "-", verdict,
-                c.worst_at.c_str());
+    char worst[32] = "-";
+    if (c.points) std::snprintf(worst, sizeof worst, "%.3g", c.worst);
+    std::printf("%-24s %-24s %6zu %9s  %-8s %s\n", c.variant.c_str(), c.reference.c_str(), c.points,
+                worst, verdict, c.worst_at.c_str());
   }
 }
 

@@ -92,8 +92,8 @@ def assert_deviation_within(actual, golden, reference, *, max_ratio=2.0, metric=
              f"{metric} deviation from the golden {dev[metric]:.4g} is {ratio:.3g}x the "
              f"reference's {ref[metric]:.4g}: above the limit {limit:.4g} = {max_ratio:g} x "
              f"{ref[metric]:.4g} + floor {floor:.3g} (the golden rounded to {format})"),
-            f"worst element: {_element(a.shape, w)}: actual {flat_a[w]!r}, golden {flat_g[w]!r}, "
-            f"reference {flat_r[w]!r}" if 0 <= w < flat_a.size else "",
+            f"worst element: {_element(a.shape, w)}: actual {float(flat_a[w])!r}, golden "
+            f"{float(flat_g[w])!r}, reference {float(flat_r[w])!r}" if 0 <= w < flat_a.size else "",
         ]
         text = "\n".join(line for line in lines if line)
         raise AssertionError(f"{msg}\n{text}" if msg else text)
