@@ -43,10 +43,18 @@ class ArgumentError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// A message as it reaches Python: text between quotes longer than kLongQuote characters (a
-// 100 KB policy string echoed back by "unknown preset \"...\"") is cut to its start and its
-// length, and the whole message to kLongMessage characters, so that an error stays readable
-// whatever the input was.
+// The first `n` bytes of `text`, shortened so as not to end inside a UTF-8 character (Python
+// decodes the message as UTF-8).
+inline std::string_view utf8_prefix(std::string_view text, std::size_t n) {
+  if (n >= text.size()) return text;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
+}
+
+// A message as it reaches Python: text between quotes longer than kLongQuote bytes (a 100 KB
+// policy string echoed back by "unknown preset \"...\"") is cut to its start and its length,
+// and the whole message to kLongMessage bytes, so that an error stays readable whatever the
+// input was.
 inline std::string short_message(std::string_view text) {
   constexpr std::size_t kLongQuote = 80, kKeep = 40, kLongMessage = 2000;
   std::string out;
@@ -57,7 +65,7 @@ inline std::string short_message(std::string_view text) {
         (c == '"' || c == '\'') ? text.find(c, i + 1) : std::string_view::npos;
     if (close != std::string_view::npos && close - i - 1 > kLongQuote) {
       out += c;
-      out += text.substr(i + 1, kKeep);
+      out += utf8_prefix(text.substr(i + 1), kKeep);
       out += "... (" + std::to_string(close - i - 1) + " characters)";
       out += c;
       i = close + 1;
@@ -67,8 +75,8 @@ inline std::string short_message(std::string_view text) {
     ++i;
   }
   if (out.size() > kLongMessage)
-    out =
-        out.substr(0, kLongMessage) + "... (" + std::to_string(out.size()) + " characters in all)";
+    out = std::string(utf8_prefix(out, kLongMessage)) + "... (" + std::to_string(out.size()) +
+          " characters in all)";
   return out;
 }
 

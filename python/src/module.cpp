@@ -5,6 +5,8 @@
 //   deviation  -> measure::deviation
 //   match      -> experiment::default_policies / make_candidates / match_output (`attndev match`)
 //   tools.hpp: round, inputs, safetensors read and write, did_you_mean
+// attention's and golden's mask is attention::Options::mask (attention/mask.hpp); every long call
+// runs through interruptible (common.hpp), so Ctrl-C stops it within one work item.
 // This file only converts: arrays in, arrays and dicts out, argument errors to exceptions whose
 // text is the CLI's message with the Python keyword in place of the flag. The Python package
 // (python/attndev/__init__.py) normalises shapes and dtypes before calling here: every array

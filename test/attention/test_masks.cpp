@@ -259,7 +259,7 @@ TEST_CASE("values at masked keys never matter and fully masked rows are O = 0, l
   CHECK(compared == padding_policies().size() * 3);
 }
 
-TEST_CASE("a bias enters as softmax(S * scale + bias), fp64 against a long double reference",
+TEST_CASE("a bias is added to the scaled scores: fp64 against a long double reference",
           "[attention][mask]") {
   const Shape s{1, 1, 21, 45, 12};
   const Inputs in = random_inputs(s, 57, nx::Format::fp64);

@@ -77,6 +77,7 @@ def test_out_of_range_seed_and_tiles_elsewhere():
     '{"' + "x" * 100_000 + '": "fp32"}',
     '{"base": "kernel-bf16", "prob": "' + "y" * 100_000 + '"}',
     '{"base": 1e' + "1" * 100_000 + "}",
+    "é" * 50_000,  # two bytes a character: the cut never splits one (Python decodes UTF-8)
 ])
 def test_huge_input_gives_a_short_message(policy):
     q, k, v = qkv()
