@@ -15,7 +15,7 @@
 #include "attention/attention.hpp"
 #include "commands.hpp"
 #include "experiment/spec/inputs.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/provenance.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
@@ -68,7 +68,7 @@ inline numerics::PrecisionPolicy parse_policy_arg(std::string_view text, std::st
   std::string_view trimmed = text;
   while (!trimmed.empty() && trimmed.front() == ' ') trimmed.remove_prefix(1);
   if (!trimmed.empty() && trimmed.front() == '{') {
-    if (const auto deep = io::json_depth_error(trimmed))
+    if (const auto deep = io::json_text_error(trimmed))
       throw UsageError(std::string(flag) + ": the JSON is " + *deep);
     try {
       value = nlohmann::json::parse(trimmed);

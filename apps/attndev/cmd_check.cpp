@@ -27,10 +27,12 @@
 #include "experiment/results/results_store.hpp"
 #include "experiment/run/progress.hpp"
 #include "experiment/runner.hpp"
+#include "experiment/spec/memory.hpp"
 #include "experiment/spec/plan.hpp"
 #include "experiment_cli.hpp"
 #include "io/json_values.hpp"
 #include "io/log.hpp"
+#include "io/memory.hpp"
 #include "io/provenance.hpp"
 #include "stop_signals.hpp"
 
@@ -176,6 +178,14 @@ void run_check(const CheckArgs& a) {
   } catch (const experiment::ConfigError& e) {
     throw UsageError(a.config + ": " + e.what());
   }
+  // Before the folder is touched, as run does: the largest point, and the rows held at once
+  // when the table is read back.
+  const experiment::PlanPeak peak = experiment::plan_peak_bytes(config, plan, a.threads, 0, 1);
+  if (peak.point)
+    io::require_memory(peak.bytes, "the largest point (" + peak.point->describe() + ")");
+  io::require_memory(
+      io::sat_add(peak.bytes, experiment::rows_bytes(config, plan.points.size())),
+      "the largest point with the " + std::to_string(plan.points.size()) + " points' result rows");
   const experiment::RunReport report = run_config(a, loaded, plan);
   const std::filesystem::path dir =
       a.out.empty() ? std::filesystem::path("results") / config.name : std::filesystem::path(a.out);

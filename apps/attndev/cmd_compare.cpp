@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,8 @@ void add_compare_command(cli::Command& app) {
     try {
       c = experiment::compare_results(args->a, args->b, args->metrics, args->rows);
     } catch (const experiment::OutputDirError& e) {
+      throw UsageError(e.what());
+    } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
     if (args->json)

@@ -15,6 +15,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "measure/measure.hpp"
 #include "experiment/spec/inputs_file.hpp"
 #include "experiment/match.hpp"
 #include "experiment/run/tensor_io.hpp"
@@ -159,18 +160,10 @@ void print_match_table(const MatchArgs& a, const attention::Inputs& inputs,
 // NaN or inf in the output to explain: every candidate would "match" or miss it for reasons that
 // say nothing about its policy, so it is refused, as `run` fails an external output holding them.
 void require_finite_output(const attention::Tensor& output, const std::string& path) {
-  std::size_t nan = 0, inf = 0, first = output.data.size();
-  for (std::size_t i = 0; i < output.data.size(); ++i) {
-    const double x = output.data[i];
-    if (std::isfinite(x)) continue;
-    (std::isnan(x) ? nan : inf) += 1;
-    first = std::min(first, i);
-  }
-  if (nan + inf == 0) return;
-  throw UsageError("OUTPUT " + path + " holds " + std::to_string(nan) + " NaN and " +
-                   std::to_string(inf) + " infinite value(s) (first at flat index " +
-                   std::to_string(first) +
-                   "): a non-finite output cannot be matched to a policy; check the kernel that "
+  const measure::NonFinite bad = measure::count_non_finite(output.data);
+  if (!bad.any()) return;
+  throw UsageError("OUTPUT " + path + " holds " + bad.text() +
+                   ": a non-finite output cannot be matched to a policy; check the kernel that "
                    "wrote it (attndev run fails such an output too)");
 }
 

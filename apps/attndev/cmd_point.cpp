@@ -86,15 +86,12 @@ std::string where(const attention::Tensor& t, std::int64_t flat) {
          std::to_string(row) + " c" + std::to_string(col) + ")";
 }
 
-// The variant as a config would name it, through the same parser, so that `point` and `run`
-// accept the same algorithms (flash2-tc included) and backends with the same messages.
+// experiment::variant_from_parts, the flag named in place of the field.
 experiment::Variant variant_from_flags(const std::string& algo,
                                        const numerics::PrecisionPolicy& policy,
                                        const std::string& backend) {
-  const nlohmann::json v = {
-      {"algorithm", algo}, {"policy", config::policy_to_json(policy)}, {"backend", backend}};
   try {
-    return experiment::parse_variant(v, "");
+    return experiment::variant_from_parts(algo, policy, backend);
   } catch (const config::ConfigError& e) {
     const std::string flag = "--" + e.path();
     throw UsageError(flag + ": " + e.message());
@@ -223,6 +220,12 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
     throw UsageError(std::string("point: ") + e.what());
   }
   r.golden_s = seconds_since(start);
+  // The guard every caller shares (`run` marks such a row skipped): nan metrics and exit 0 would
+  // read as a measurement.
+  if (const auto why = measure::unmeasurable(r.inputs, r.golden, s.policy.input)) {
+    std::fprintf(stderr, "attndev point: skipped: %s: nothing compared\n", why->c_str());
+    throw CommandExit{kExitNothingCompared};
+  }
   r.variant_out = run_or_exit(s.variant, r.inputs, s.options, r.variant_s);
   r.baseline_out = run_or_exit(s.baseline, r.inputs, s.options, r.baseline_s);
   r.variant_dev = measure::deviation(r.variant_out.o.data, r.golden, s.policy.output);

@@ -14,6 +14,8 @@
 #include "exit_codes.hpp"
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
+#include "experiment/spec/memory.hpp"
+#include "io/memory.hpp"
 #include "config/suggest.hpp"
 #include "experiment_cli.hpp"
 #include "io/atomic_file.hpp"
@@ -53,6 +55,10 @@ void add_report_command(cli::Command& app) {
       experiment::Config config = experiment::read_manifest_config(dir);
       if (!args->metrics.empty()) config.metrics = args->metrics;
       const experiment::Plan plan = experiment::make_plan(config);
+      io::require_memory(experiment::rows_bytes(config, plan.points.size()),
+                         "reading the " +
+                             std::to_string(plan.points.size() * config.variants.size()) +
+                             " result rows of " + args->dir);
       const experiment::StoredResults stored = experiment::load_results(dir, config, plan);
       for (const std::string& problem : stored.malformed_rows)
         std::fprintf(stderr,

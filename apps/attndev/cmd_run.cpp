@@ -106,6 +106,13 @@ void run_run(const RunArgs& a) {
       experiment::plan_peak_bytes(config, plan, a.threads, shard.index, shard.count);
   if (peak.point)
     io::require_memory(peak.bytes, "the largest point (" + peak.point->describe() + ")");
+  // The rows are held at once when the tables are written: 10^6 points x 3 variants is 22 GB.
+  std::size_t shard_points = 0;
+  for (const experiment::Point& p : plan.points)
+    shard_points += experiment::shard_of(p, shard.count) == shard.index;
+  io::require_memory(io::sat_add(peak.bytes, experiment::rows_bytes(config, shard_points)),
+                     "the largest point with the " + std::to_string(shard_points) + " points' " +
+                         std::to_string(shard_points * config.variants.size()) + " result rows");
   experiment::RunOptions options = run_options(a, loaded, shard);
   experiment::ProgressReporter progress(::isatty(STDERR_FILENO) != 0, a.log_interval);
   options.on_progress = [&progress](std::size_t done, std::size_t total) {

@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
         if (quiet) log::set_level(log::Level::warn);
         if (verbosity == 1) log::set_level(log::Level::debug);
         if (verbosity >= 2) log::set_level(log::Level::trace);
+        // A bad limit is said before any work starts (not when the first estimate reads it).
+        (void)attndev::io::memory_limit_from_env();
       });
       add_list_command(app);
       add_point_command(app);

@@ -2,6 +2,8 @@
 // the input stage are problem.cpp's; the numerics of each algorithm are its row function in rows/.
 #include "attention/attention.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -138,10 +140,16 @@ Output golden(const Inputs& inputs, const Options& options) {
 }
 
 double forward_flops(const Shape& shape, bool causal) {
-  double pairs = 0;
-  for (int i = 0; i < shape.seq_q; ++i)
-    pairs += rows::visible_count(i, shape.seq_q, shape.seq_kv, causal);
-  return 4.0 * shape.batch * shape.heads * pairs * shape.head_dim;
+  // The sum over rows of rows::visible_count, in closed form: row i sees clamp(i + N_kv - N_q + 1,
+  // 0, N_kv) keys (a loop over rows made `attndev plan` of 10^6 points take minutes).
+  const long long n_q = std::max(shape.seq_q, 0), n_kv = std::max(shape.seq_kv, 0);
+  long long pairs = n_q * n_kv;
+  if (causal) {
+    const long long lo = n_kv - n_q + 1, hi = n_kv;  // row 0 sees lo keys, the last row hi
+    const long long first = std::max(lo, 1LL);       // rows seeing fewer than 1 key add nothing
+    pairs = first <= hi ? (first + hi) * (hi - first + 1) / 2 : 0;
+  }
+  return 4.0 * shape.batch * shape.heads * static_cast<double>(pairs) * shape.head_dim;
 }
 
 }  // namespace attndev::attention

@@ -144,6 +144,14 @@ std::vector<MatchResult> match_output(const attention::Tensor& output,
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     const Variant& v = candidates[c].variant;
     const measure::References::Reference& ref = references.for_format(v.policy.input);
+    if (ref.unmeasurable) {
+      MatchResult m;
+      m.candidate = candidates[c];
+      m.status = Status::skipped(*ref.unmeasurable);
+      results.push_back(std::move(m));
+      if (options.on_progress) options.on_progress(c + 1, candidates.size());
+      continue;
+    }
     attention::Options o = options.options;
     o.block_r = v.block_r.value_or(o.block_r);
     o.block_c = v.block_c.value_or(o.block_c);

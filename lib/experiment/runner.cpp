@@ -88,40 +88,10 @@ ExternalContext external_context(const Variant& variant, const Point& point,
   return context;
 }
 
-// Why nothing at this point can be compared for inputs in `format`, or nullopt: inputs that
-// overflow the format when rounded (outlier(1e6, 1) or normal(0, 1e5) at fp16 round to inf) make
-// every output and the golden inf, NaN or a degenerate 0, and a metric of such a pair would read
-// as a clean "ok" with zeros or as silent NaNs.
-std::optional<std::string> unmeasurable(const measure::References::Reference& ref,
-                                        numerics::Format format) {
-  const std::pair<const char*, const attention::Tensor*> tensors[] = {
-      {"Q", &ref.inputs.q}, {"K", &ref.inputs.k}, {"V", &ref.inputs.v}};
-  for (const auto& [name, t] : tensors) {
-    const auto bad =
-        std::find_if(t->data.begin(), t->data.end(), [](double x) { return !std::isfinite(x); });
-    if (bad != t->data.end())
-      return "inputs overflow " + std::string(numerics::format_name(format)) + ": " + name +
-             " holds " +
-             std::to_string(
-                 std::count_if(bad, t->data.end(), [](double x) { return !std::isfinite(x); })) +
-             " value(s) that round to inf (first at flat index " +
-             std::to_string(bad - t->data.begin()) +
-             "); use a distribution whose values fit the input format";
-  }
-  const auto& golden = ref.golden.output.o.data;
-  const auto bad =
-      std::find_if(golden.begin(), golden.end(), [](double x) { return !std::isfinite(x); });
-  if (bad != golden.end())
-    return "the FP64 golden is not finite (first at flat index " +
-           std::to_string(bad - golden.begin()) + ") for inputs in " +
-           std::string(numerics::format_name(format)) + "; scale the inputs down";
-  return std::nullopt;
-}
-
 Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& cache,
                    const RunOptions& options) {
   const measure::References::Reference& ref = cache.references.for_format(variant.policy.input);
-  if (const auto why = unmeasurable(ref, variant.policy.input)) {
+  if (const auto& why = ref.unmeasurable) {
     Evaluated e;
     e.outcome.status = Status::skipped(*why);
     return e;
@@ -333,6 +303,7 @@ void dump_point(const Config& config, const Point& point, const InputSetCache& c
                 const std::vector<Evaluated>& results, const RunOptions& options) {
   DumpWriter dump;
   dump.dir = options.dir / "dump" / point.id;
+  dump.owned_from = options.dir;
   dump.base = point_metadata(point, io::to_json(options.provenance));
   for (const auto& [format, ref] : cache.references.computed()) {
     dump.inputs(ref.inputs, format);

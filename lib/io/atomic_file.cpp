@@ -66,8 +66,15 @@ bool is_special_file(const std::filesystem::path& path) {
 namespace {
 
 void write_through(const std::filesystem::path& path, std::string_view content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO nobody reads (one planted under an output name) fails with ENXIO instead
+  // of blocking the command forever; a pipe with a reader (`--csv /dev/stdout | ...`) opens.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENXIO)
+    throw std::runtime_error("cannot write " + path.string() +
+                             ": a FIFO that no process reads (writing would block forever); "
+                             "remove it or start its reader first");
   if (fd < 0) throw_os_error("cannot open", path);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::size_t written = 0;
   while (written < content.size()) {
     const ssize_t n = ::write(fd, content.data() + written, content.size() - written);

@@ -2,10 +2,13 @@
 
 #include <stdexcept>
 
+#include "io/text_escape.hpp"
+
 namespace attndev::io {
 
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+std::string csv_field(std::string_view raw) {
+  const std::string text = csv_safe_text(raw);
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out = "\"";
   for (char c : text) {
     if (c == '"') out += '"';

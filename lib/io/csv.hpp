@@ -8,6 +8,8 @@
 
 namespace attndev::io {
 
+// A text cell that a spreadsheet would evaluate ("=HYPERLINK(...)", "@SUM(...)") is written with a
+// leading apostrophe (io/text_escape.hpp, csv_safe_text); numbers are written as they are.
 std::string csv_field(std::string_view text);
 std::string csv_record(const std::vector<std::string>& fields);  // ends with CRLF
 

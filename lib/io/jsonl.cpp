@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "io/atomic_file.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/safe_open.hpp"
 
 namespace attndev::io {
@@ -64,7 +64,7 @@ JsonlContents read_jsonl(const std::filesystem::path& path) {
     const std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     if (line.empty()) continue;
-    Json record = json_depth_error(line)
+    Json record = json_text_error(line)
                       ? Json(nullptr)
                       : Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
     if (record.is_discarded() || !record.is_object()) {

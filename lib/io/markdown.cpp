@@ -2,22 +2,16 @@
 
 #include <cctype>
 
+#include "io/text_escape.hpp"
+
 namespace attndev::io {
 
 namespace {
 
+// Control characters (ESC, newlines) as \xNN and pipes escaped: a name or a failure message can
+// neither break the table nor reach a terminal that prints summary.md.
 std::string escape_cell(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return markdown_cell(text);
 }
 
 bool looks_numeric(const std::string& s) {

@@ -6,8 +6,9 @@
 
 namespace attndev::io {
 
-// Columns whose every body cell looks numeric are right-aligned. Pipes in cells are escaped and
-// newlines flattened, so a failure message cannot break the table.
+// Columns whose every body cell looks numeric are right-aligned. Cells pass through
+// io::markdown_cell: pipes escaped, newlines flattened, control characters as \xNN, so a failure
+// message or a hostile name can neither break the table nor reach the terminal raw.
 std::string markdown_table(const std::vector<std::string>& header,
                            const std::vector<std::vector<std::string>>& rows);
 

@@ -1,10 +1,13 @@
 #include "io/memory.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "io/text_escape.hpp"
 
 namespace attndev::io {
 
@@ -52,13 +55,26 @@ std::optional<std::uint64_t> available_memory_bytes() {
   std::optional<std::uint64_t> available = meminfo_available();
   if (const std::optional<std::uint64_t> cgroup = cgroup_headroom())
     available = available ? std::min(*available, *cgroup) : *cgroup;
-  if (const char* limit = std::getenv("ATTNDEV_MEMORY_LIMIT")) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(limit, &end, 10);
-    if (end != limit && *end == '\0')
-      available = available ? std::min<std::uint64_t>(*available, v) : v;
-  }
+  if (const std::optional<std::uint64_t> limit = memory_limit_from_env())
+    available = available ? std::min(*available, *limit) : *limit;
   return available;
+}
+
+std::optional<std::uint64_t> memory_limit_from_env() {
+  const char* text = std::getenv("ATTNDEV_MEMORY_LIMIT");
+  if (!text) return std::nullopt;
+  // Digits only: strtoull alone reads "-5" as 2^64 - 5 and "8G" as 8, and a limit that is not
+  // the one the user meant is worse than none.
+  const std::string_view s(text);
+  const bool digits =
+      !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string_view::npos;
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(text, nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || v == 0)
+    throw MemoryError("ATTNDEV_MEMORY_LIMIT=\"" + printable(s.substr(0, 64)) +
+                      "\" is not a memory limit: give a positive whole number of bytes (e.g. "
+                      "ATTNDEV_MEMORY_LIMIT=8000000000 for 8 GB), or unset it");
+  return v;
 }
 
 std::string format_bytes(std::uint64_t bytes) {

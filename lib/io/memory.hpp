@@ -41,6 +41,11 @@ class MemoryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// ATTNDEV_MEMORY_LIMIT as a byte count; empty when unset. Throws MemoryError (a message that
+// names the variable and the fix) for anything but a positive decimal integer: a limit that was
+// meant but not applied would let work through that the user wanted refused.
+std::optional<std::uint64_t> memory_limit_from_env();
+
 // Throws MemoryError when `needed` exceeds the available memory (ATTNDEV_MEMORY_LIMIT, a byte
 // count in the environment, lowers it: for tests and for sharing a machine).
 void require_memory(std::uint64_t needed, std::string_view what);

@@ -33,8 +33,8 @@ struct Provenance {
 Provenance collect_provenance();
 
 // The compiled-in tool identity alone (for --version and tables).
-const char* tool_version();   // "0.1.0"
-const char* git_revision();   // short hash at build time (+dirty: uncommitted changes), or "unknown"
+const char* tool_version();  // "0.1.0"
+const char* git_revision();  // short hash at build time (+dirty: uncommitted changes), or "unknown"
 const char* compiler_name();  // e.g. "GNU 12.2.0"
 
 std::string utc_now_iso8601();

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "io/atomic_file.hpp"
 
@@ -29,6 +30,49 @@ std::string kind_of(mode_t mode) {
                            "make it overwrite a file elsewhere or block forever); remove it");
 }
 
+// Copies the regular file `path` to a new file beside it and renames it over `path`, so that `path`
+// no longer shares its inode with the other hard links (left exactly as they were).
+void unshare_inode(const std::filesystem::path& path, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    throw std::runtime_error("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  const int out =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+  if (out < 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw std::runtime_error("cannot create " + tmp.string() + ": " + std::strerror(saved));
+  }
+  std::vector<char> buffer(std::size_t{1} << 20);
+  bool ok = true;
+  for (ssize_t n = 0; ok && (n = ::read(fd, buffer.data(), buffer.size())) != 0;) {
+    if (n < 0) {
+      ok = errno == EINTR;
+      continue;
+    }
+    for (ssize_t done = 0; ok && done < n;) {
+      const ssize_t w = ::write(out, buffer.data() + done, static_cast<std::size_t>(n - done));
+      ok = w >= 0 || errno == EINTR;
+      if (w > 0) done += w;
+    }
+  }
+  ok = ok && ::fsync(out) == 0;
+  ok = ::close(out) == 0 && ok;
+  ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot give " + path.string() +
+                             " a copy of its own (it has other hard links, which must not "
+                             "change): " +
+                             std::strerror(saved));
+  }
+}
+
 }  // namespace
 
 int open_regular_file(const std::filesystem::path& path, int flags, unsigned mode) {
@@ -47,6 +91,18 @@ int open_regular_file(const std::filesystem::path& path, int flags, unsigned mod
     const mode_t m = st.st_mode;
     ::close(fd);
     refuse(path, kind_of(m));
+  }
+  if ((flags & O_ACCMODE) != O_RDONLY && st.st_nlink > 1) {
+    try {
+      if (!(flags & O_TRUNC)) unshare_inode(path, st.st_mode);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    // Truncating: nothing to keep, a fresh file takes the name.
+    if (flags & O_TRUNC) ::unlink(path.c_str());
+    return open_regular_file(path, flags | O_CREAT, mode);
   }
   if ((flags & O_TRUNC) && ::ftruncate(fd, 0) != 0) {
     const int saved = errno;
@@ -87,6 +143,27 @@ void write_regular_file_atomic(const std::filesystem::path& path, std::string_vi
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse(path, kind_of(st.st_mode));
   write_file_atomic(path, content);
+}
+
+void require_regular_or_absent(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse(path, kind_of(st.st_mode));
+}
+
+void create_owned_directory(const std::filesystem::path& dir) {
+  if (::mkdir(dir.c_str(), 0777) == 0) return;
+  const int saved = errno;
+  struct stat st {};
+  if (saved == EEXIST && ::lstat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return;
+    throw std::runtime_error(dir.string() + " is " +
+                             (S_ISREG(st.st_mode) ? std::string("a file") : kind_of(st.st_mode)) +
+                             ", not a folder: attndev writes only into folders it made or "
+                             "found as real folders (a link could lead outside the output "
+                             "folder); remove it");
+  }
+  throw std::runtime_error("cannot create the folder " + dir.string() + ": " +
+                           std::strerror(saved));
 }
 
 std::size_t remove_stale_temporaries(const std::filesystem::path& dir,

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/memory.hpp"
 
 namespace attndev::io {
@@ -130,8 +130,7 @@ SafetensorsContents parse_safetensors(std::span<const unsigned char> bytes,
                                  " bytes): the file is truncated");
   }
   const unsigned char* header = bytes.data() + kLengthBytes;
-  if (const auto deep =
-          json_depth_error(std::string_view(reinterpret_cast<const char*>(header), n)))
+  if (const auto deep = json_text_error(std::string_view(reinterpret_cast<const char*>(header), n)))
     fail_tensor_file(source, "header is " + *deep + ": corrupt file");
   // No exceptions from the parser: malformed JSON becomes a discarded value and our message.
   const nlohmann::json root = nlohmann::json::parse(header, header + n, nullptr,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace attndev::measure {
@@ -26,6 +27,41 @@ double max_abs_finite(std::span<const double> x) {
 double max_rel_floor(numerics::Format output_format, double max_abs_reference) {
   const double floor = numerics::traits(output_format).unit_roundoff() * max_abs_reference;
   return std::isfinite(floor) ? floor : 0.0;
+}
+
+std::string NonFinite::text() const {
+  return std::to_string(nan) + " NaN and " + std::to_string(inf) +
+         " infinite value(s) (first at flat index " + std::to_string(first) + ")";
+}
+
+NonFinite count_non_finite(std::span<const double> x) {
+  NonFinite n;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isfinite(x[i])) continue;
+    (std::isnan(x[i]) ? n.nan : n.inf) += 1;
+    if (n.first < 0) n.first = static_cast<std::int64_t>(i);
+  }
+  return n;
+}
+
+std::optional<std::string> unmeasurable(const attention::Inputs& rounded, const Golden& golden,
+                                        numerics::Format input_format) {
+  const std::string format(numerics::format_name(input_format));
+  const std::pair<const char*, const attention::Tensor*> tensors[] = {
+      {"Q", &rounded.q}, {"K", &rounded.k}, {"V", &rounded.v}};
+  for (const auto& [name, t] : tensors) {
+    const NonFinite bad = count_non_finite(t->data);
+    if (bad.any())
+      return "inputs overflow " + format + ": " + name + " holds " +
+             std::to_string(bad.nan + bad.inf) +
+             " value(s) that round to inf or NaN (first at flat index " +
+             std::to_string(bad.first) + "); use a distribution whose values fit the input format";
+  }
+  const NonFinite bad = count_non_finite(golden.output.o.data);
+  if (bad.any())
+    return "the FP64 golden is not finite (first at flat index " + std::to_string(bad.first) +
+           ") for inputs in " + format + "; scale the inputs down";
+  return std::nullopt;
 }
 
 Golden golden_of(const attention::Inputs& rounded, const attention::Options& options) {
@@ -77,6 +113,7 @@ const References::Reference& References::for_format(numerics::Format input_forma
   Reference r;
   r.inputs = source_(input_format);
   r.golden = golden_of(r.inputs, options_);
+  r.unmeasurable = unmeasurable(r.inputs, r.golden, input_format);
   return by_format_.emplace(input_format, std::move(r)).first->second;
 }
 

@@ -8,12 +8,17 @@
 //   O_variant   --deviation()------------> metrics vs O_golden, max_rel floored by the variant's
 //                                          output format at the golden's scale
 //   O_variant   --compare_outputs()------> |O - O_ref| and ulps against another variant's output
+//
+// The guard: unmeasurable() says when rounded inputs or their golden are not finite, so that no
+// caller compares anything there; References computes it once per input set and format.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "attention/attention.hpp"
 #include "inputs/random_inputs.hpp"
@@ -39,12 +44,29 @@ double max_abs_finite(std::span<const double> x);
 // measures the format, not the kernel (docs/CONTRIBUTING.md #8). 0 when the scale is not finite.
 double max_rel_floor(numerics::Format output_format, double max_abs_reference);
 
+// NaN and infinite elements of a tensor, and the flat index of the first of either (-1: none).
+struct NonFinite {
+  std::int64_t nan = 0, inf = 0, first = -1;
+  bool any() const { return nan + inf > 0; }
+  // "3 NaN and 1 infinite value(s) (first at flat index 17)"
+  std::string text() const;
+};
+NonFinite count_non_finite(std::span<const double> x);
+
 // The FP64 golden of one set of (already rounded) inputs, and its scale.
 struct Golden {
   attention::Output output;  // O (B, H, N_q, d) and lse (B, H, N_q)
   double max_abs = 0;        // max_abs_finite(O)
 };
 Golden golden_of(const attention::Inputs& rounded, const attention::Options& options);
+
+// Why nothing can be measured on these inputs, or nullopt. Inputs that overflow their format when
+// rounded (outlier(1e6, 1) or normal(0, 1e5) at fp16 round to inf), or a golden that is not
+// finite, make every output and the golden inf, NaN or a degenerate 0: a metric of such a pair
+// reads as a clean "ok" of zeros or a silent NaN. Every caller (`run` marks the row skipped,
+// `point` exits 3, `match` refuses, in-model rows and Python say skipped) asks before comparing.
+std::optional<std::string> unmeasurable(const attention::Inputs& rounded, const Golden& golden,
+                                        numerics::Format input_format);
 
 // An output's deviation from a reference tensor of known scale (a golden's max_abs).
 // Throws std::invalid_argument when the sizes differ.
@@ -79,6 +101,7 @@ class References {
   struct Reference {
     attention::Inputs inputs;  // rounded to the key's format
     Golden golden;
+    std::optional<std::string> unmeasurable;  // measure::unmeasurable of the two: skip when set
   };
   // `options` are the golden's (causal, scale, placement, threads; tiles do not matter to it).
   References(InputSource source, attention::Options options);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -35,18 +37,28 @@ metrics::Deviation deviation(std::span<const double> x, std::span<const double> 
   return measure::deviation(x, ref, measure::max_abs_finite(ref), output);
 }
 
-// Rows of one variant: "all" first, then each head.
+// Rows of one variant: "all" first, then each head. A variant whose inputs or golden are not
+// finite (measure::unmeasurable) gets rows that say skipped, with NaN in place of every metric.
 void add_rows(std::vector<InModelRow>& rows, InModelRow proto, const attention::Tensor& o,
-              const attention::Tensor& golden, const attention::Tensor& driver) {
+              const measure::Golden& golden, const std::optional<std::string>& skip,
+              const attention::Tensor& driver) {
+  metrics::Deviation none;
+  for (double* x : {&none.max_abs, &none.mean_abs, &none.std_abs, &none.rmse, &none.rel_l2,
+                    &none.max_rel, &none.cos_sim})
+    *x = NAN;
+  if (skip) proto.status = "skipped: " + *skip;
+  const auto measured = [&](std::span<const double> x, std::span<const double> ref) {
+    return skip ? none : deviation(x, ref, proto.policy.output);
+  };
   proto.head = -1;
-  proto.vs_golden = deviation(o.data, golden.data, proto.policy.output);
-  proto.vs_driver = deviation(o.data, driver.data, proto.policy.output);
+  proto.vs_golden = measured(o.data, golden.output.o.data);
+  proto.vs_driver = measured(o.data, driver.data);
   rows.push_back(proto);
   for (int h = 0; h < o.heads; ++h) {
     const std::vector<double> x = head_values(o, h);
     proto.head = h;
-    proto.vs_golden = deviation(x, head_values(golden, h), proto.policy.output);
-    proto.vs_driver = deviation(x, head_values(driver, h), proto.policy.output);
+    proto.vs_golden = measured(x, head_values(golden.output.o, h));
+    proto.vs_driver = measured(x, head_values(driver, h));
     rows.push_back(proto);
   }
 }
@@ -69,11 +81,11 @@ std::vector<InModelRow> in_model_rows(int step, const AttentionCall& call, const
   // One golden per distinct input rounding (usually one: every variant reads bf16, say).
   std::map<std::pair<numerics::Format, numerics::Overflow>, measure::Golden> goldens;
   auto golden_for = [&](const numerics::PrecisionPolicy& p,
-                        const attention::Inputs& in) -> const attention::Tensor& {
+                        const attention::Inputs& in) -> const measure::Golden& {
     const auto key = std::pair{p.input, p.fp8_overflow};
     auto it = goldens.find(key);
     if (it == goldens.end()) it = goldens.emplace(key, measure::golden_of(in, call.options)).first;
-    return it->second.output.o;
+    return it->second;
   };
 
   std::vector<InModelRow> rows;
@@ -87,7 +99,9 @@ std::vector<InModelRow> in_model_rows(int step, const AttentionCall& call, const
   driver.block_r = call.options.block_r;
   driver.block_c = call.options.block_c;
   // The driver's golden is computed on exactly the inputs that ran (call.inputs).
-  add_rows(rows, driver, call.output.o, golden_for(cfg.policy, call.inputs), call.output.o);
+  const measure::Golden& driver_golden = golden_for(cfg.policy, call.inputs);
+  add_rows(rows, driver, call.output.o, driver_golden,
+           measure::unmeasurable(call.inputs, driver_golden, cfg.policy.input), call.output.o);
 
   for (const ShadowSpec& s : cfg.shadows) {
     attention::Options options = call.options;
@@ -102,7 +116,9 @@ std::vector<InModelRow> in_model_rows(int step, const AttentionCall& call, const
     r.policy = s.policy;
     r.block_r = s.block_r;
     r.block_c = s.block_c;
-    add_rows(rows, r, out.o, golden_for(s.policy, in), call.output.o);
+    const measure::Golden& golden = golden_for(s.policy, in);
+    add_rows(rows, r, out.o, golden, measure::unmeasurable(in, golden, s.policy.input),
+             call.output.o);
   }
   return rows;
 }
@@ -127,7 +143,8 @@ std::vector<std::string> in_model_columns() {
           "nonfinite",
           "vs_driver_max_abs",
           "vs_driver_mean_abs",
-          "vs_driver_rmse"};
+          "vs_driver_rmse",
+          "status"};
 }
 
 InModelLog::InModelLog(const std::filesystem::path& path, std::string run, int replicate)
@@ -159,7 +176,8 @@ void InModelLog::write(const std::vector<InModelRow>& rows) {
                             std::to_string(g.nan_count + g.inf_count),
                             num(d.max_abs),
                             num(d.mean_abs),
-                            num(d.rmse)});
+                            num(d.rmse),
+                            r.status});
   }
   out_ << std::flush;
   if (!out_) throw std::runtime_error("writing in_model.csv failed (disk full?)");
@@ -229,8 +247,9 @@ std::string in_model_markdown(const std::vector<InModelRow>& rows) {
     char vs_driver[32] = "-";
     if (!r.driver) std::snprintf(vs_driver, sizeof vs_driver, "%.3g", r.vs_driver.mean_abs);
     char line[512];
-    std::snprintf(line, sizeof line, "| %d | %d | %s%s | %.3g | %.3g | %.3g | %.3g | %s |\n",
+    std::snprintf(line, sizeof line, "| %d | %d | %s%s%s | %.3g | %.3g | %.3g | %.3g | %s |\n",
                   r.step, r.layer, r.variant.c_str(), r.driver ? " (driver)" : "",
+                  r.status == "ok" ? "" : " (skipped: inputs or golden not finite)",
                   r.vs_golden.max_abs, r.vs_golden.mean_abs, r.vs_golden.rmse, ratio, vs_driver);
     md << line;
   }

@@ -13,7 +13,8 @@
 // in_model.csv (one row per step, layer, head and variant; head "all" = every element of the
 // layer's O, which is what `attndev point --inputs` on a capture of that layer measures):
 //   run,replicate,step,layer,head,variant,role,algorithm,policy,block_r,block_c,count,
-//   max_abs,mean_abs,rmse,rel_l2,nonfinite,vs_driver_max_abs,vs_driver_mean_abs,vs_driver_rmse
+//   max_abs,mean_abs,rmse,rel_l2,nonfinite,vs_driver_max_abs,vs_driver_mean_abs,vs_driver_rmse,
+//   status
 // Numbers are written in the shortest form that reads back to the same double.
 //
 // Captures: captures/step_NNNNNN/layer_L.safetensors, tensors q, k, v of shape (B, H, N, d), the
@@ -46,6 +47,9 @@ struct InModelRow {
   int block_r = 0, block_c = 0;
   metrics::Deviation vs_golden;  // the variant against the fp64 golden on its own inputs
   metrics::Deviation vs_driver;  // against the driver's output (zero for the driver itself)
+  // "ok", or "skipped: <why>" where measure::unmeasurable refused the inputs or the golden (the
+  // deviations are then NaN: nothing was compared).
+  std::string status = "ok";
 };
 
 // Q, K, V rounded to the policy's input format, as the kernel would read them (the layer's own

@@ -11,7 +11,7 @@
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
 #include "io/atomic_file.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "train/corpus.hpp"
 
 namespace attndev::train {
@@ -390,7 +390,7 @@ json read_json_file(const std::filesystem::path& path) {
   } catch (const std::runtime_error& e) {
     throw ConfigError(path.string(), e.what());
   }
-  if (const auto deep = io::json_depth_error(text, io::kMaxJsonDepth, /*comments=*/true))
+  if (const auto deep = io::json_text_error(text, /*comments=*/true))
     throw ConfigError(path.string(), "the JSON is " + *deep);
   try {
     return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);

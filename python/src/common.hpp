@@ -29,7 +29,7 @@
 #include "attention/parallel.hpp"
 #include "config/policy_json.hpp"
 #include "config/suggest.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
 
@@ -146,7 +146,7 @@ inline numerics::PrecisionPolicy parse_policy(const std::string& text, const cha
   nlohmann::json value;
   const std::size_t first = text.find_first_not_of(' ');
   if (first != std::string::npos && text[first] == '{') {
-    if (const auto deep = io::json_depth_error(text))
+    if (const auto deep = io::json_text_error(text))
       throw ArgumentError(std::string(keyword) + ": the JSON is " + *deep);
     try {
       value = nlohmann::json::parse(text);

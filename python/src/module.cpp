@@ -40,7 +40,6 @@
 #include "experiment/spec/config.hpp"
 #include "experiment/match.hpp"
 #include "experiment/run/variant_runner.hpp"
-#include "io/json_depth.hpp"
 #include "measure/measure.hpp"
 #include "metrics/deviation.hpp"
 #include "numerics/format.hpp"
@@ -52,14 +51,12 @@ namespace attndev::python {
 
 namespace {
 
-// The variant as `attndev point` builds it (variant_from_flags): through the config parser, so
-// that the same algorithms and backends are accepted with the same messages.
+// The variant as `attndev point` builds it: experiment::variant_from_parts, so that the same
+// algorithms and backends are accepted with the same messages (the keyword in place of the flag).
 experiment::Variant make_variant(const std::string& algo, const numerics::PrecisionPolicy& policy,
                                  const std::string& backend) {
-  const nlohmann::json v = {
-      {"algorithm", algo}, {"policy", config::policy_to_json(policy)}, {"backend", backend}};
   try {
-    return experiment::parse_variant(v, "");
+    return experiment::variant_from_parts(algo, policy, backend);
   } catch (const config::ConfigError& e) {
     const std::string keyword = e.path() == "algorithm" ? "algo" : e.path();
     throw ArgumentError(keyword + ": " + e.message());

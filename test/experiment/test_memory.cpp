@@ -57,3 +57,33 @@ TEST_CASE("estimates grow with the shape and cover what the emulator holds", "[m
   CHECK(peak.bytes >= 2 * (experiment::inputs_bytes(peak.point->shape()) +
                            experiment::output_bytes(peak.point->shape())));
 }
+
+TEST_CASE("tiles larger than the sequence are counted as the emulator allocates them", "[memory]") {
+  // Issue 39 row 5: Br = Bc = 10^5 at N = 64, d = 8 was estimated at 298 GiB (rows and keys
+  // taken as the tile sizes); the emulator holds min(Br, N) rows of one 10^5-column tile.
+  const attention::Shape s{1, 1, 64, 64, 8};
+  attention::Options big;
+  big.block_r = 100000;
+  big.block_c = 100000;
+  const std::uint64_t bytes = experiment::attention_run_bytes(s, big, 2);
+  CHECK(bytes < (std::uint64_t{200} << 20));
+  CHECK(bytes > std::uint64_t{64} * 100000 * 8);  // one work item's row block of the tile
+  // Br alone never counts past N: 10^9 rows at N = 64 cost what 64 rows cost.
+  attention::Options tall;
+  tall.block_r = 1000000000;
+  attention::Options n_rows;
+  n_rows.block_r = 64;
+  CHECK(experiment::attention_run_bytes(s, tall, 2) ==
+        experiment::attention_run_bytes(s, n_rows, 2));
+  CHECK(experiment::attention_run_bytes(s, tall, 2) != io::kBytesOverflow);
+}
+
+TEST_CASE("result rows are counted: 10^6 points x 3 variants need about 22 GB", "[memory]") {
+  const experiment::Config c = experiment::parse_config(
+      R"({"name": "m", "axes": {"seq_len": [64]},
+          "variants": [{"algorithm": "flash2", "policy": "kernel-bf16"},
+                       {"algorithm": "flash1", "policy": "kernel-bf16"},
+                       {"algorithm": "baseline", "policy": "fp32"}]})");
+  CHECK(experiment::rows_bytes(c, 1000000) == 3000000 * experiment::kResultRowBytes);
+  CHECK(experiment::rows_bytes(c, 1000000) > (std::uint64_t{20} << 30));
+}

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/atomic_file.hpp"
@@ -17,6 +18,7 @@
 #include "io/jsonl.hpp"
 #include "io/markdown.hpp"
 #include "io/provenance.hpp"
+#include "io/safe_open.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev::io;
@@ -179,4 +181,34 @@ TEST_CASE("collect_provenance fills every field, the tool identity included", "[
         "time_utc", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id"})
     CHECK(j.contains(key));
   CHECK(j.size() == 11);
+}
+
+TEST_CASE("appending to a file with another hard link leaves the other name unchanged",
+          "[io][atomic][links]") {
+  const fs::path dir = temp_dir("hardlink");
+  write_file_atomic(dir / "results.jsonl", "{\"a\": 1}\n");
+  fs::create_hard_link(dir / "results.jsonl", dir / "backup.jsonl");
+  {
+    JsonlAppender out(dir / "results.jsonl");
+    out.append({Json{{"b", 2}}});
+  }
+  CHECK(read_file(dir / "backup.jsonl") == "{\"a\": 1}\n");
+  CHECK(read_file(dir / "results.jsonl") == "{\"a\": 1}\n{\"b\":2}\n");
+  CHECK(fs::hard_link_count(dir / "results.jsonl") == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a FIFO under an output name is refused at once, never waited on",
+          "[io][atomic][links]") {
+  const fs::path dir = temp_dir("fifo");
+  REQUIRE(::mkfifo((dir / "summary.md").c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(write_file_atomic(dir / "summary.md", "x"),
+                    Catch::Contains("a FIFO that no process reads"));
+  CHECK_THROWS_WITH(require_regular_or_absent(dir / "summary.md"), Catch::Contains("a FIFO"));
+  fs::create_symlink(dir, dir / "loop");
+  CHECK_THROWS_WITH(create_owned_directory(dir / "loop"), Catch::Contains("a symbolic link"));
+  create_owned_directory(dir / "fresh");
+  create_owned_directory(dir / "fresh");  // a real folder is fine twice
+  CHECK(fs::is_directory(dir / "fresh"));
+  fs::remove_all(dir);
 }

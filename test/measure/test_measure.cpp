@@ -101,3 +101,29 @@ TEST_CASE("measure: two outputs compared without a floor, in ulps of the output 
   CHECK(c.ulps.identical == 2);
   CHECK(c.ulps.max_ulp == 1);
 }
+
+TEST_CASE("measure: the guard says why inputs or a golden cannot be measured", "[measure]") {
+  attention::Options options;
+  // fp16 cannot hold 1e6: Q, K and V round to inf, and References says so once per format.
+  measure::References refs(measure::rounded_from([] {
+                             return small_inputs({1e6, 0.5, -0.25});
+                           }),
+                           options);
+  const auto& fp16 = refs.for_format(Format::fp16);
+  REQUIRE(fp16.unmeasurable);
+  CHECK_THAT(*fp16.unmeasurable, Catch::Contains("inputs overflow fp16: Q holds 1 value(s)"));
+  CHECK_THAT(*fp16.unmeasurable, Catch::Contains("first at flat index 0"));
+  CHECK_FALSE(refs.for_format(Format::fp32).unmeasurable);
+  // Finite fp64 inputs whose scores overflow: the golden is not finite.
+  const attention::Inputs huge = small_inputs({1e200, -1e200, 3e200});
+  const measure::Golden g = measure::golden_of(huge, options);
+  const auto why = measure::unmeasurable(huge, g, Format::fp64);
+  REQUIRE(why);
+  CHECK_THAT(*why, Catch::Contains("the FP64 golden is not finite"));
+  const measure::NonFinite n =
+      measure::count_non_finite(std::vector<double>{1, NAN, INFINITY, -INFINITY});
+  CHECK(n.nan == 1);
+  CHECK(n.inf == 2);
+  CHECK(n.first == 1);
+  CHECK(n.text() == "1 NaN and 2 infinite value(s) (first at flat index 1)");
+}

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 
 namespace attndev::experiment {
 namespace {
@@ -83,6 +83,11 @@ constexpr OwnedOption kOwnedOptions[] = {
     {"parsable", "submit.sh passes it"},
 };
 
+// Options of sbatch whose full name is a prefix of an owned one: given whole, they are themselves.
+bool is_other_sbatch_option(std::string_view name) {
+  return name == "gpus";
+}
+
 constexpr std::string_view kNativeRefusal =
     "this attndev was built with -march=native (CMake option ATTNDEV_NATIVE=ON, the default): it "
     "uses every instruction of the CPU that compiled it, and on a compute node with an older or "
@@ -118,8 +123,10 @@ void validate_resources(const SlurmOptions& o) {
 
 void validate(const SlurmOptions& o) {
   require_path("the attndev binary path", o.attndev_path);
-  require_path("the config path", o.config_path);
+  // The config is frozen under the output directory: a bad -o is said as -o, not as the path of
+  // the copy derived from it.
   require_path("the output directory (-o)", o.output_dir);
+  require_path("the config path", o.config_path);
   // The output directory appears in `#SBATCH --output=` lines, which sbatch splits on white space
   // and where '%' starts a file-name pattern (%A, %a, %j): no quoting can carry these through.
   if (o.output_dir.find_first_of(" \t'\"\\%") != std::string::npos) {
@@ -196,7 +203,8 @@ void native_warning(std::string& s, const SlurmOptions& o, std::string_view scri
   s += "# WARNING: attndev was built with -march=native (ATTNDEV_NATIVE=ON) and submitted with\n";
   s += "# --allow-native: on a node whose CPU lacks an instruction of the build machine it dies\n";
   s += "# with 'Illegal instruction' (exit 132). Rebuild with -DATTNDEV_NATIVE=OFF if it does.\n";
-  s += "echo \"WARNING: " + std::string(script) + ": attndev built with -march=native runs on $(hostname); "
+  s += "echo \"WARNING: " + std::string(script) +
+       ": attndev built with -march=native runs on $(hostname); "
        "'Illegal instruction' means this node's CPU differs from the build machine's: rebuild "
        "with -DATTNDEV_NATIVE=OFF\" >&2\n";
 }
@@ -374,12 +382,19 @@ std::vector<std::string> split_sbatch_options(std::string_view text) {
           "quotes or '#' (e.g. --account=proj, --qos=normal, --exclusive; short forms such as "
           "'-A proj' as --account=proj)");
     }
+    // sbatch parses long options with getopt_long, which takes any unambiguous prefix of a name
+    // for the option itself: --arr is --array, --out is --output. A prefix of an owned option is
+    // therefore refused as the option, except where it is the full name of another option.
     for (const OwnedOption& owned : kOwnedOptions) {
-      if (name == owned.name) {
-        throw std::invalid_argument("--sbatch '" + option +
-                                    "': the generated scripts set --" + std::string(owned.name) +
-                                    " themselves (" + std::string(owned.use) + ")");
-      }
+      const bool prefix = owned.name.substr(0, name.size()) == name;
+      if (!prefix || is_other_sbatch_option(name)) continue;
+      const std::string reads =
+          name == owned.name ? std::string()
+                             : " (sbatch reads --" + name + " as --" + std::string(owned.name) +
+                                   ": it accepts any unambiguous prefix of an option)";
+      throw std::invalid_argument("--sbatch '" + option + "'" + reads +
+                                  ": the generated scripts set --" + std::string(owned.name) +
+                                  " themselves (" + std::string(owned.use) + ")");
     }
   }
   return options;
@@ -389,7 +404,7 @@ SetupSplit split_setup_key(std::string_view config_text) {
   SetupSplit split;
   split.config = std::string(config_text);
   // Unreadable JSON is left for the config parser, whose message says where it breaks.
-  if (io::json_depth_error(config_text)) return split;
+  if (io::json_text_error(config_text)) return split;
   nlohmann::json root = nlohmann::json::parse(config_text, nullptr, /*allow_exceptions=*/false);
   if (!root.is_object() || !root.contains("setup")) return split;
   const nlohmann::json& setup = root["setup"];

@@ -1,12 +1,17 @@
 #include "experiment/results/compare.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <utility>
+
+#include "config/suggest.hpp"
 
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
 #include "io/markdown.hpp"
+#include "io/text_escape.hpp"
 
 namespace attndev::experiment {
 
@@ -35,6 +40,14 @@ bool same_value(double a, double b) {
 
 Comparison compare_results(const std::filesystem::path& a_dir, const std::filesystem::path& b_dir,
                            std::vector<std::string> metrics, std::size_t max_table_rows) {
+  // Checked before anything is read: an unknown name compared nothing and still printed ratios
+  // of 1.
+  for (const std::string& m : metrics)
+    if (std::find(std::begin(kSelectableMetrics), std::end(kSelectableMetrics), m) ==
+        std::end(kSelectableMetrics))
+      throw std::invalid_argument("--metric " + io::printable(m) + ": unknown metric" +
+                                  config::did_you_mean(m, kSelectableMetrics) +
+                                  "; valid: " + config::join_names(kSelectableMetrics));
   const Loaded a = load(a_dir), b = load(b_dir);
   if (metrics.empty()) metrics = a.config.metrics;
   std::map<std::pair<std::string, std::string>, const Json*> b_rows;
@@ -80,6 +93,7 @@ Comparison compare_results(const std::filesystem::path& a_dir, const std::filesy
       }
     }
     change.geomean_ratio = logs ? std::exp(log_sum / static_cast<double>(logs)) : NAN;
+    if (logs == 0) change.min_ratio = change.max_ratio = NAN;  // no ratio, not a ratio of 1
     c.metrics.push_back(change);
   }
 

@@ -25,7 +25,8 @@ struct Comparison {
   std::string table;  // markdown: one line per matched (point, variant), the first metric
 };
 
-// Metrics default to each folder's config `metrics` when empty. Throws OutputDirError.
+// Metrics default to A's config `metrics` when empty. Throws OutputDirError for a folder that
+// cannot be read, std::invalid_argument for a metric name that is not a metric column.
 Comparison compare_results(const std::filesystem::path& a, const std::filesystem::path& b,
                            std::vector<std::string> metrics, std::size_t max_table_rows);
 

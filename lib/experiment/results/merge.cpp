@@ -5,6 +5,8 @@
 
 #include "experiment/results/result_tables.hpp"
 #include "experiment/results/results_store.hpp"
+#include "experiment/spec/memory.hpp"
+#include "io/memory.hpp"
 #include "io/atomic_file.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
@@ -32,6 +34,9 @@ MergeReport merge_results(const std::filesystem::path& dir, const io::Provenance
   const OutputLock lock = lock_folder(dir, "attndev merge");
   const Config config = read_manifest_config(dir);
   const Plan plan = make_plan(config);
+  io::require_memory(rows_bytes(config, plan.points.size()),
+                     "merging the " + std::to_string(plan.points.size() * config.variants.size()) +
+                         " result rows of " + dir.string());
   const StoredResults stored = load_results(dir, config, plan);
   MergeReport report;
   report.points_total = plan.points.size();

@@ -8,7 +8,7 @@
 #include "experiment/results/result_row.hpp"
 #include "io/atomic_file.hpp"
 #include "io/csv.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/markdown.hpp"
 #include "io/safe_open.hpp"
 
@@ -200,7 +200,7 @@ std::size_t table_rows(const std::filesystem::path& dir) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / "results.json", ec)) {
     const std::string text = io::read_regular_file(dir / "results.json");
-    if (!io::json_depth_error(text)) {
+    if (!io::json_text_error(text)) {
       const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (doc.is_object() && doc.contains("rows") && doc["rows"].is_array())
         json_rows = doc["rows"].size();

@@ -11,7 +11,7 @@
 #include "experiment/results/result_row.hpp"
 #include "experiment/run/status.hpp"
 #include "io/atomic_file.hpp"
-#include "io/json_depth.hpp"
+#include "io/json_strict.hpp"
 #include "io/jsonl.hpp"
 #include "io/safe_open.hpp"
 #include "experiment/spec/stable_hash.hpp"
@@ -62,7 +62,7 @@ Json read_manifest_json(const fs::path& dir) {
   } catch (const std::runtime_error& e) {
     throw OutputDirError(e.what());
   }
-  if (const auto deep = io::json_depth_error(text))
+  if (const auto deep = io::json_text_error(text))
     throw OutputDirError(path.string() + " is " + *deep + ": not a valid attndev manifest; " +
                          start_over_hint(dir));
   Json manifest = Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -215,7 +215,7 @@ void prepare_output_dir(const fs::path& dir, const Config& config, bool force_ne
     } catch (const std::runtime_error& e) {
       throw OutputDirError(e.what());
     }
-    Json manifest = io::json_depth_error(text)
+    Json manifest = io::json_text_error(text)
                         ? Json()
                         : Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (manifest.is_object() && manifest.contains("config_hash") &&

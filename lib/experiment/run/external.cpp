@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "experiment/run/tensor_io.hpp"
+#include "measure/measure.hpp"
 
 extern char** environ;
 
@@ -557,17 +558,8 @@ ExternalResult read_external_output(const std::filesystem::path& output,
     r.status = Status::failed(with_tail("external " + what, log, false));
     return r;
   }
-  std::int64_t nan = 0, inf = 0, first = -1;
-  for (std::size_t i = 0; i < r.output.o.data.size(); ++i) {
-    const double x = r.output.o.data[i];
-    if (std::isfinite(x)) continue;
-    (std::isnan(x) ? nan : inf) += 1;
-    if (first < 0) first = static_cast<std::int64_t>(i);
-  }
-  if (nan + inf > 0)
-    r.status = Status::failed("external output holds " + std::to_string(nan) + " NaN and " +
-                              std::to_string(inf) + " infinite value(s) (first at flat index " +
-                              std::to_string(first) + ")");
+  if (const measure::NonFinite bad = measure::count_non_finite(r.output.o.data); bad.any())
+    r.status = Status::failed("external output holds " + bad.text());
   return r;
 }
 

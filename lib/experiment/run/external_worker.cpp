@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiment/run/tensor_io.hpp"
+#include "io/json_strict.hpp"
 
 extern char** environ;
 
@@ -126,7 +127,7 @@ class Worker {
       return "external worker could not start: " + error;
     std::string line;
     const Got got = wait_line(timeout_s, stop, line);
-    if (got == Got::line) {
+    if (got == Got::line && !io::json_text_error(line)) {
       const json ready = json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (ready.is_object() && ready.contains("ready") && ready["ready"].is_boolean() &&
           ready["ready"].get<bool>())
@@ -413,6 +414,7 @@ Pool& pool() {
 
 // The status an answer line gives, or nullopt when it is not the protocol's answer to `id`.
 std::optional<Status> answer_status(const std::string& line, std::uint64_t id) {
+  if (io::json_text_error(line)) return std::nullopt;  // {"status": "failed", "status": "done"}
   const json a = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() ||
       a["id"].get<std::uint64_t>() != id || !a.contains("status") || !a["status"].is_string())

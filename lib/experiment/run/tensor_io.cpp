@@ -1,5 +1,6 @@
 #include "experiment/run/tensor_io.hpp"
 
+#include "io/memory.hpp"
 #include "io/npy.hpp"
 
 #include <algorithm>
@@ -69,6 +70,13 @@ void write_output_file(const std::filesystem::path& path, const attention::Tenso
   io::write_safetensors(path, tensors, m);
 }
 
+namespace {
+
+// Room for a safetensors header (names, shapes, offsets, metadata) or an .npy header.
+constexpr std::uint64_t kOutputHeaderAllowance = std::uint64_t{1} << 20;
+
+}  // namespace
+
 attention::Tensor read_output_file(const std::filesystem::path& path,
                                    const attention::Shape& expected) {
   std::filesystem::path actual = path;
@@ -79,10 +87,25 @@ attention::Tensor read_output_file(const std::filesystem::path& path,
   const std::string file = actual.string();
   if (!std::filesystem::exists(actual, ec))
     throw std::runtime_error(path.string() + ": no such file");
+  // Bounded before a byte of data is read: an output of the expected shape, in F64 with its lse
+  // beside it and a header, takes at most this much. A larger file (a sparse 7 GB file of another
+  // shape) is refused from its size alone instead of being read and decoded whole.
+  const std::uint64_t elements =
+      io::sat_mul(io::sat_mul(static_cast<std::uint64_t>(expected.batch),
+                              static_cast<std::uint64_t>(expected.heads)),
+                  io::sat_mul(static_cast<std::uint64_t>(expected.seq_q),
+                              static_cast<std::uint64_t>(expected.head_dim) + 1));
+  const std::uint64_t limit = io::sat_add(io::sat_mul(8, elements), kOutputHeaderAllowance);
+  if (const std::uintmax_t size = std::filesystem::file_size(actual, ec); !ec && size > limit)
+    throw std::runtime_error(
+        "output: " + file + " is " + io::format_bytes(size) + ", more than an output of shape " +
+        dims_text({expected.batch, expected.heads, expected.seq_q, expected.head_dim}) +
+        " can take (" + io::format_bytes(limit) +
+        " in F64 with lse and a header): not read; write only o (B, H, N_q, d)");
   std::vector<io::NamedTensor> tensors;
   try {
     // By content, not by name: {output} ends in .safetensors, and .npy bytes are welcome there.
-    const std::vector<unsigned char> bytes = io::read_file_bytes(actual);
+    const std::vector<unsigned char> bytes = io::read_file_bytes(actual, limit);
     static constexpr unsigned char kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (bytes.size() >= 6 && std::equal(kNpyMagic, kNpyMagic + 6, bytes.begin()))
       tensors.push_back(io::parse_npy(bytes, file, "o"));

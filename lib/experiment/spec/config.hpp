@@ -83,8 +83,12 @@ inline constexpr std::string_view kTensorCoreKernel = "flash2-tc";
 // `reference` naming the FP64 golden (the default) rather than a variant.
 inline constexpr std::string_view kGoldenReference = "golden";
 
+// The longest variant name: its dump file name (each byte up to 3, io::file_name_encode) and
+// ".safetensors" fit in the 255 bytes of a file name.
+inline constexpr std::size_t kMaxVariantNameBytes = 80;
+
 struct Variant {
-  std::string name;
+  std::string name;  // printable characters, no backslash, at most kMaxVariantNameBytes
   attention::Algorithm algorithm = attention::Algorithm::flash2;
   // Which implementation of `algorithm` the backend runs: empty for the backend's own (the
   // emulator; lib/cuda's kernel_for), "flash2-tc" for the tensor-core kernel.
@@ -128,6 +132,8 @@ struct AxisValues {
 };
 
 enum class CompareOp : unsigned char { lt, le, gt, ge, eq, ne };
+// a OP b: the one comparison of constraints, for the parser's always-false check and the plan.
+bool compare(long long a, CompareOp op, long long b);
 
 struct Constraint {
   std::string text;      // as written, e.g. "block_r <= seq_len"
@@ -179,6 +185,13 @@ std::vector<std::string> config_warnings(const Config& config);
 // "block_c=64" (a scalar is a one-value list; a value that is not JSON is taken as a string).
 // Throws ConfigError.
 Config parse_config(std::string_view text, std::span<const std::string> overrides = {});
+
+// The variant of an algorithm name, a policy and a backend name, built through parse_variant so
+// that `attndev point`, the Python module and a config accept the same algorithms (flash2-tc
+// included) and backends with the same messages. Throws ConfigError whose path() is "algorithm",
+// "policy" or "backend" (each caller names its own flag or keyword).
+Variant variant_from_parts(const std::string& algorithm, const numerics::PrecisionPolicy& policy,
+                           const std::string& backend);
 
 // One variant object (also what `attndev point` builds from its flags). `path` prefixes error
 // paths ("variants[2]"). Cross-variant checks (names, ratio_to, reference) are parse_config's.

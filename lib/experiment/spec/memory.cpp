@@ -47,22 +47,37 @@ std::uint64_t output_bytes(const attention::Shape& s) {
 
 std::uint64_t attention_run_bytes(const attention::Shape& s, const attention::Options& options,
                                   int threads) {
-  const std::uint64_t inputs = inputs_bytes(s);
-  // The input stage's copy of Q, K, V; the fast paths' packed copies (K and V padded to the tile
-  // and the vector width, at most 8 bytes per element); the fp8 algorithms' quantized copies.
-  const std::uint64_t block = static_cast<std::uint64_t>(std::max({options.block_c, 64, 1}));
-  const std::uint64_t kv_padded =
-      round_up(static_cast<std::uint64_t>(std::max(s.seq_kv, 0)), block);
-  const std::uint64_t d_padded = round_up(static_cast<std::uint64_t>(std::max(s.head_dim, 0)), 16);
-  const std::uint64_t packed = sat_add(
-      tensor_bytes(s.batch, s.heads, s.seq_q, s.head_dim),
-      sat_mul(16, elements(static_cast<std::uint64_t>(std::max(s.batch, 0)),
-                           static_cast<std::uint64_t>(std::max(s.heads, 0)), kv_padded, d_padded)));
-  // Per thread: a block of score rows over every key (the baseline's S and P) and the tiles.
-  const std::uint64_t rows = static_cast<std::uint64_t>(std::max({options.block_r, 16, 1}));
-  const std::uint64_t scratch = sat_mul(static_cast<std::uint64_t>(resolved_threads(threads)),
-                                        sat_mul(16, sat_mul(rows, sat_add(kv_padded, d_padded))));
-  std::uint64_t total = sat_add(sat_mul(2, inputs), packed);
+  const auto u = [](int x) { return static_cast<std::uint64_t>(std::max(x, 0)); };
+  const std::uint64_t heads = sat_mul(u(s.batch), u(s.heads));
+  const std::uint64_t n_q = u(s.seq_q), n_kv = u(s.seq_kv);
+  const std::uint64_t d_padded = round_up(u(s.head_dim), 16);
+  // The emulator's own sizes (lib/attention/fast_items.hpp, generic_rows.hpp): a flash work item
+  // holds min(Br, N_q) rows of one K/V tile (Bc padded to the vector width, at most 16), the
+  // baseline's 16 rows of S over every key (padded to 64); K^T is packed in Bc-column tiles (64
+  // for the baseline). A tile larger than N is allocated as it is given: Bc = 10^5 at N = 64
+  // holds 10^5 columns, Br = 10^9 only N rows.
+  const std::uint64_t bc = std::max<std::uint64_t>(u(options.block_c), 1);
+  const std::uint64_t flash_rows =
+      std::min<std::uint64_t>(std::max<std::uint64_t>(u(options.block_r), 1), n_q);
+  const std::uint64_t baseline_rows = std::min<std::uint64_t>(16, n_q);
+  const std::uint64_t flash_tile = round_up(bc, 16);
+  const std::uint64_t flash_keys = sat_mul((n_kv + bc - 1) / bc, flash_tile);
+  const std::uint64_t baseline_keys = round_up(n_kv, 64);
+  const std::uint64_t item =
+      std::max(sat_mul(flash_rows, sat_add(flash_tile, sat_mul(3, d_padded))),
+               sat_mul(baseline_rows, sat_add(baseline_keys, d_padded)));
+  // Threads beyond the work items (B*H blocks of rows) have nothing to hold.
+  const std::uint64_t items = sat_mul(heads, std::max<std::uint64_t>((n_q + 15) / 16, 1));
+  const std::uint64_t workers =
+      std::min<std::uint64_t>(static_cast<std::uint64_t>(resolved_threads(threads)), items);
+  const std::uint64_t scratch = sat_mul(8, sat_mul(workers, item));
+  // The input stage's copy of Q, K, V, then the fast paths' packed Q, K^T (tiles) and V.
+  const std::uint64_t packed = sat_mul(
+      8, sat_mul(heads, sat_add(sat_mul(n_q, d_padded),
+                                sat_add(sat_mul(std::max(flash_keys, baseline_keys), d_padded),
+                                        sat_mul(n_kv, d_padded)))));
+  // Inputs twice: the input stage's copy, and the fp8 algorithms' quantized values.
+  std::uint64_t total = sat_add(sat_mul(3, inputs_bytes(s)), packed);
   total = sat_add(total, output_bytes(s));
   return sat_add(total, scratch);
 }
@@ -86,6 +101,10 @@ std::uint64_t peak_bytes(std::size_t formats, const Point& point, int threads) {
 
 std::uint64_t point_peak_bytes(const Config& config, const Point& point, int threads) {
   return peak_bytes(input_formats(config), point, threads);
+}
+
+std::uint64_t rows_bytes(const Config& config, std::size_t points) {
+  return sat_mul(kResultRowBytes, sat_mul(points, config.variants.size()));
 }
 
 PlanPeak plan_peak_bytes(const Config& config, const Plan& plan, int threads,

@@ -33,6 +33,14 @@ std::uint64_t attention_run_bytes(const attention::Shape& shape, const attention
 // use, held for the input set, plus the largest single run.
 std::uint64_t point_peak_bytes(const Config& config, const Point& point, int threads);
 
+// What one result row costs in memory while run (its tables), report and merge hold every row of
+// a folder: a JSON object of about 60 keys, measured at about 7.4 KB with nlohmann::json (docs/
+// results.md says how). 10^6 points x 3 variants is then 22 GB, which plan says and run refuses.
+inline constexpr std::uint64_t kResultRowBytes = 8 * 1024;
+
+// The rows of `points` points of the config: points x variants x kResultRowBytes.
+std::uint64_t rows_bytes(const Config& config, std::size_t points);
+
 struct PlanPeak {
   std::uint64_t bytes = 0;
   const Point* point = nullptr;  // the point where it is reached (null for an empty selection)

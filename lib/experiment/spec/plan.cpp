@@ -77,21 +77,7 @@ bool holds(const ResolvedConstraint& r, const PointAxes& axes) {
   const Constraint& c = *r.constraint;
   const long long a = operand(axes, r.lhs, c.lhs_literal);
   const long long b = operand(axes, r.rhs, c.rhs_literal);
-  switch (c.op) {
-    case CompareOp::lt:
-      return a < b;
-    case CompareOp::le:
-      return a <= b;
-    case CompareOp::gt:
-      return a > b;
-    case CompareOp::ge:
-      return a >= b;
-    case CompareOp::eq:
-      return a == b;
-    case CompareOp::ne:
-      return a != b;
-  }
-  return false;
+  return compare(a, c.op, b);
 }
 
 // The id hashes json{{"axes", axes}, {"seed", seed}}.dump(), i.e. {"axes":<canonical>,"seed":N}:
