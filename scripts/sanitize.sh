@@ -28,8 +28,16 @@ cmake --build --preset sanitize -j "$jobs"
 #   python     the pytest suite through the GCC build's module (a sanitized module would need the
 #              sanitizer runtime preloaded into the interpreter);
 #   plot       matplotlib drawing a figure (the pivot it draws is tested under label cli).
+# and by name: tests whose job is a size or a count, not memory (their code runs here on small
+# inputs in other tests):
+#   the plan-expansion and duplicate-check scaling tests (a million points: a regression to
+#   quadratic work), the weight study end to end (`train --quick`: minutes at -O1 with ASan; the
+#   layers, the backward and short training runs are tested here), and test_registration (that
+#   every Catch2 case has a ctest entry: a property of the build files, not of the code).
 exclude_labels='papers|slurm|gpu|gpu_check|python|plot'
+exclude_names='a plan of a million axis combinations|one long axis and a long list of seeds|'\
+'attndev train --quick runs the weight study end to end|^test_registration$'
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 ctest --test-dir build/sanitize --output-on-failure --timeout 600 -j "$jobs" \
-  -LE "$exclude_labels" "$@"
+  -LE "$exclude_labels" -E "$exclude_names" "$@"

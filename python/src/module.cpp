@@ -3,7 +3,7 @@
 //   attention  -> measure::round_inputs + experiment::run_variant   (what `attndev point` runs)
 //   golden     -> measure::round_inputs + measure::golden_of
 //   deviation  -> measure::deviation
-//   match      -> experiment::default_policies / make_candidates / match_output (`attndev match`)
+//   match      -> experiment::default_policies / search_candidates / match_output (`attndev match`)
 //   tools.hpp: round, inputs, safetensors read and write, did_you_mean
 // attention's and golden's mask is attention::Options::mask (attention/mask.hpp); every long call
 // runs through interruptible (common.hpp), so Ctrl-C stops it within one work item.
@@ -45,6 +45,7 @@
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
 #include "common.hpp"
+#include "mma.hpp"
 #include "tools.hpp"
 
 namespace attndev::python {
@@ -189,9 +190,11 @@ nb::dict match_call(const Array4& output, const Array4& q, const Array4& k, cons
   experiment::MatchOptions mo;
   mo.options = make_options(causal, scale_on, std::nullopt, 64, 64, threads);
   check_arguments(inputs, mo.options);
-  const auto candidates =
-      experiment::make_candidates(algorithms, pols, clamp_tiles(block_r, inputs.q.rows, "block_r"),
-                                  clamp_tiles(block_c, inputs.k.rows, "block_c"));
+  // The CLI's default search: the twins of the GPU kernels under every default profile too.
+  const auto candidates = experiment::search_candidates(
+      algorithms, pols, clamp_tiles(block_r, inputs.q.rows, "block_r"),
+      clamp_tiles(block_c, inputs.k.rows, "block_c"), experiment::default_twin_algorithms(),
+      experiment::default_twin_profiles());
   const std::vector<experiment::MatchResult> ranked =
       interruptible([&] { return experiment::match_output(o, inputs, candidates, mo); });
   nb::list rows;
@@ -280,5 +283,6 @@ NB_MODULE(_core, m) {
   m.def("presets", &presets_list);
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
+  register_mma(m);
   register_tools(m);
 }

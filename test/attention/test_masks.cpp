@@ -351,6 +351,19 @@ TEST_CASE("fast paths equal the generic path under random masks and biases",
   CHECK(compared >= static_cast<std::size_t>(trials) * 2);
 }
 
+TEST_CASE("the twins of GPU kernels refuse a mask instead of ignoring it", "[attention][mask]") {
+  const Shape s{1, 1, 16, 16, 64};
+  const Inputs in = random_inputs(s, 3, nx::Format::bf16);
+  Options opt;
+  opt.mask = make_mask(1, 1, 1, 16);
+  for (Algorithm a : kTwinAlgorithms) {
+    INFO(algorithm_name(a));
+    CHECK_THROWS_WITH(run(a, preset("kernel-bf16"), in, opt),
+                      Catch::Matchers::Contains("masks beyond the causal one are not modelled in "
+                                                "the twins"));
+  }
+}
+
 TEST_CASE("a bias is held as the score arithmetic holds it", "[attention][mask]") {
   auto zero_inf = make_mask(1, 1, 1, 3);
   zero_inf->bias = {0.0, kMasked, -0.0};

@@ -23,9 +23,12 @@ endif()
 if(TARGET attndev_cuda)
   set(attndev_gpu_tests cuda_gpu_kernels cuda_tests)
   add_custom_target(attndev_gpu_targets)
-  add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev)
+  add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev
+                   attndev_tc_mma_probe attndev_exp2_probe)
   set(attndev_gpu_lines "lib attndev_cuda $<TARGET_FILE:attndev_cuda>\n"
       "tool attndev_cuda_check $<TARGET_FILE:attndev_cuda_check>\n"
+      "tool attndev_tc_mma_probe $<TARGET_FILE:attndev_tc_mma_probe>\n"
+      "tool attndev_exp2_probe $<TARGET_FILE:attndev_exp2_probe>\n"
       "app attndev $<TARGET_FILE:attndev>\n")
   foreach(t ${attndev_gpu_tests})
     list(APPEND attndev_gpu_lines "test ${t} $<TARGET_FILE:${t}>\n")
