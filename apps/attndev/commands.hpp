@@ -28,6 +28,7 @@ void add_list_command(cli::Command& app);
 void add_point_command(cli::Command& app);
 void add_bench_command(cli::Command& app);
 void add_run_command(cli::Command& app);
+void add_check_command(cli::Command& app);
 void add_validate_command(cli::Command& app);
 void add_plan_command(cli::Command& app);
 void add_report_command(cli::Command& app);

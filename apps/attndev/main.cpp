@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       add_point_command(app);
       add_bench_command(app);
       add_run_command(app);
+      add_check_command(app);
       add_validate_command(app);
       add_plan_command(app);
       add_report_command(app);

@@ -168,11 +168,21 @@ void require_supported(Algorithm algorithm, const numerics::PrecisionPolicy& pol
     throw std::invalid_argument(why);
 }
 
+// The twins compute their kernels' own loops, which have no mask model (attention/mask.hpp):
+// a mask is refused, never ignored.
+void require_no_mask(Algorithm algorithm, const Problem& p) {
+  if (p.mask)
+    throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
+                                ": masks beyond the causal one are not modelled in the twins of "
+                                "GPU kernels; use baseline, flash1, flash2 or an fp8 algorithm");
+}
+
 }  // namespace
 
 Output run_flash2_tc_twin(const numerics::PrecisionPolicy& policy, const Inputs& inputs,
                           const Options& options, const std::function<float(float)>& exp2) {
   const Problem p = make_problem(policy, inputs, options);
+  require_no_mask(Algorithm::flash2_tc_twin, p);
   require_supported(Algorithm::flash2_tc_twin, policy, p.shape);
   Output out = empty_output(p.shape);
   twins::run_flash2_tc(p, exp2, out);
@@ -184,6 +194,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   if (algorithm == Algorithm::flash2_tc_twin)
     return run_flash2_tc_twin(policy, inputs, options, {});
   const Problem p = make_problem(policy, inputs, options);
+  if (is_twin_algorithm(algorithm)) require_no_mask(algorithm, p);
   require_supported(algorithm, policy, p.shape);
   const Shape s = p.shape;
   Output out = empty_output(s);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,8 @@
 #include "numerics/policy.hpp"
 
 namespace attndev::attention {
+
+struct Mask;  // attention/mask.hpp
 
 enum class Algorithm : unsigned char {
   baseline,
@@ -156,6 +159,10 @@ struct Options {
   // shuffled by this seed. Results never depend on it (each row is computed by one thread in a
   // fixed order); it exists to test exactly that.
   std::uint64_t schedule_seed = 0;
+  // A mask beyond the causal one (key padding, attention masks, additive biases, as PyTorch's
+  // SDPA takes them; attention/mask.hpp), for every algorithm of the CPU emulator's forward
+  // pass. Null: none. Built with attention/mask.hpp.
+  std::shared_ptr<const Mask> mask;
   // The fp8 algorithms only (kFp8Algorithms); the ablation algorithms override the first two.
   struct Fp8 {
     // Per-block scales (Br x d for Q, Bc x d for K and V) instead of one scale per tensor.

@@ -23,7 +23,6 @@ using numerics::Format;
 using numerics::PrecisionPolicy;
 using numerics::Stage;
 
-
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
   if (a.batch != b.batch || a.heads != b.heads || a.rows != b.rows || a.cols != b.cols)
     throw std::invalid_argument(std::string("attention backward: ") + what + " has shape (" +
@@ -36,6 +35,9 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
 
 void validate(Algorithm algorithm, const PrecisionPolicy& policy, const Inputs& in,
               const Output& fwd, const Tensor& d_out, const Options& options) {
+  if (options.mask)
+    throw std::invalid_argument(
+        "attention backward: masks beyond the causal one are modelled in the forward pass only");
   if (algorithm == Algorithm::flash1)
     throw std::invalid_argument(
         "attention backward: flash1 has no backward; use baseline or flash2");

@@ -14,6 +14,7 @@
 #include "attention/fp8_attention.hpp"
 #include "attention/generic_rows.hpp"
 #include "attention/kernels.hpp"
+#include "attention/mask.hpp"
 #include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
@@ -47,12 +48,14 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, 
                                    tc_lanes::gemm_of(p.policy.mma, p.policy.input, p.policy.input),
                                    tc_lanes::gemm_of(p.policy.mma, p.policy.prob, p.policy.input)};
     rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
-                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
     return;
   }
   const SimdKernels<T, kFused> kernels{pk, bh};
   rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
-                    rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                    rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                    key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 // FA-1: O, m and l are stored between K/V blocks (HbmState), O rounded to the output format on
@@ -69,7 +72,8 @@ void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
                                  o.data(),       pk.ld_v,      pv.data()};
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
   rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
-                    rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                    rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                    key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 template <class A, bool kFused, class Dequant, class T = typename A::Value>
@@ -85,7 +89,7 @@ void baseline_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant
                                    ld_s,           acc.data(),   pk.ld_v};
   const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
   rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end, work,
-                      o_rows(out, rb), lse_rows(out, rb));
+                      o_rows(out, rb), lse_rows(out, rb), key_mask(p.mask.get(), rb.b, rb.h));
 }
 
 // The rows of every work item through the algorithm's row function. pk holds the operands the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/detail.hpp"
+#include "attention/mask.hpp"
 #include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
@@ -62,7 +63,8 @@ void flash2_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, con
                                  pv.data(),      chunk_count.data()};
   with_kernels(p, q, k, v, rb, [&](const auto& kernels) {
     rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
-                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
   });
 }
 
@@ -79,7 +81,8 @@ inline void flash1_generic_rows(const Problem& p, const RowBlock& rb, Output& ou
                                  pv.data()};
   with_kernels(p, p.q, p.k, p.v, rb, [&](const auto& kernels) {
     rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
-                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
   });
 }
 
@@ -96,7 +99,8 @@ void baseline_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, c
   const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(), n_kv, acc.data(), d};
   with_kernels(p, q, k, v, rb, [&](const auto& kernels) {
     rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end,
-                        work, o_rows(out, rb), lse_rows(out, rb));
+                        work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
   });
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention/mask.hpp"
 #include "numerics/math.hpp"
 #include "numerics/round.hpp"
 
@@ -62,6 +63,7 @@ void validate(const Inputs& in, const Options& options) {
         std::isfinite(*options.scale) && *options.scale != 0.0,
         "options.scale must be finite and non-zero (got " + std::to_string(*options.scale) + ")");
   }
+  if (options.mask) validate_mask(*options.mask, in.shape());
 }
 
 Problem make_problem(const numerics::PrecisionPolicy& policy, const Inputs& in,
@@ -82,6 +84,7 @@ Problem make_problem(const numerics::PrecisionPolicy& policy, const Inputs& in,
   p.q = in.q;
   p.k = in.k;
   p.v = in.v;
+  p.mask = mask_for_policy(options.mask, policy);
   const double q_factor = p.scale_in_query ? p.scale : 1.0;
   for (double& x : p.q.data) x = policy.round(numerics::Stage::input, x * q_factor);
   for (double& x : p.k.data) x = policy.round(numerics::Stage::input, x);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "attention/attention.hpp"
 #include "attention/rows/params.hpp"
@@ -29,6 +30,8 @@ struct Problem {
   Tensor q;  // (B, H, N_q, d)
   Tensor k;  // (B, H, N_kv, d)
   Tensor v;  // (B, H, N_kv, d)
+  // Options::mask, its biases as the score arithmetic holds them (mask_for_policy); null: none.
+  std::shared_ptr<const Mask> mask;
 
   // The scale as the score arithmetic holds it: a scalar in the score accumulator's format (a
   // kernel receives softmax_scale as a float; a framework multiplies by it in fp32 opmath).

@@ -18,6 +18,10 @@ namespace attndev::attention {
 
 namespace {
 
+// The flag of the innermost CancelScope of this thread (null: none). parallel_for hands it to its
+// workers, so that items that start parallel_for calls of their own obey it too.
+thread_local const std::atomic<bool>* current_cancel = nullptr;
+
 std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -26,6 +30,14 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 }
 
 }  // namespace
+
+CancelScope::CancelScope(const std::atomic<bool>& flag) : previous_(current_cancel) {
+  current_cancel = &flag;
+}
+
+CancelScope::~CancelScope() {
+  current_cancel = previous_;
+}
 
 void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
                   const std::function<void(std::size_t)>& fn) {
@@ -43,19 +55,24 @@ void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
   std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
+  const std::atomic<bool>* const cancel = current_cancel;
   auto worker = [&] {
+    const std::atomic<bool>* const outer = current_cancel;
+    current_cancel = cancel;
     for (;;) {
       const std::size_t k = next.fetch_add(1, std::memory_order_relaxed);
-      if (k >= n_items) return;
+      if (k >= n_items) break;
       try {
+        if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) throw Cancelled();
         fn(order[k]);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
         next.store(n_items, std::memory_order_relaxed);  // stop handing out work
-        return;
+        break;
       }
     }
+    current_cancel = outer;
   };
   if (n == 1) {
     worker();

@@ -127,6 +127,10 @@ template <class Visit>
 Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attention::Shape& shape,
                  const attention::Options& options, Visit&& visit) {
   using numerics::Format;
+  if (options.mask)
+    return detail::unsupported(kernel,
+                               "masks beyond the causal one (attention/mask.hpp) run on the "
+                               "emulator only; use the emulator");
   if (p.softmax != numerics::SoftmaxForm::fa2)
     return detail::unsupported(
         kernel, std::string("the softmax form ") + numerics::softmax_form_name(p.softmax) +

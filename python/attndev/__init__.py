@@ -2,11 +2,11 @@
 numpy arrays and PyTorch CPU tensors (docs/python.md).
 
 Every function calls the C++ libraries the CLI is built from (the extension module attndev._core);
-nothing is re-implemented here. This file only turns arrays into float64, C-ordered (B, H, N, d)
-blocks and back:
+nothing is re-implemented here. This file only checks arguments (_args.py) and turns arrays into
+float64, C-ordered (B, H, N, d) blocks and back:
 
-    import numpy as np, attndev
-    q, k, v = (np.random.default_rng(0).standard_normal((256, 64)) for _ in range(3))
+    import attndev
+    q, k, v = attndev.inputs((256, 64), "normal(0,1)", seed=0)   # the CLI's draws for a point
     o = attndev.attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64))
     g = attndev.golden(q, k, v, policy="kernel-bf16")
     print(attndev.deviation(o, g, policy="kernel-bf16")["max_abs"])
@@ -17,9 +17,12 @@ tensor in gives a float64 PyTorch tensor out, sharing the result's memory.
 """
 
 import json
+import os
 import time
 
 import numpy as np
+
+from . import _args
 
 
 def _native():
@@ -30,8 +33,9 @@ def _native():
 
 
 __all__ = ["Error", "attention", "golden", "deviation", "match", "presets", "algorithms",
-           "policy_formats",
-           "mma"]
+           "policy_formats", "formats", "round", "inputs", "read_safetensors",
+           "write_safetensors", "mma"]
+
 
 def __getattr__(name):
     # attndev.Error resolves through here (PEP 562), so that importing the package does not load
@@ -51,11 +55,15 @@ def _as_float64(x, name):
     """float64, C order, on the CPU; no copy when x already is (numpy or PyTorch)."""
     if _is_torch(x):
         if x.device.type != "cpu":
-            raise _native().Error(f"{name}: a tensor on {x.device}; attndev emulates on the CPU: pass "
-                        f"{name}.cpu()")
+            raise _args.error(f"{name}: a tensor on {x.device}; attndev emulates on the CPU: pass "
+                              f"{name}.cpu()")
         import torch
         x = x.detach().to(torch.float64).contiguous().numpy()
-    return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+    try:
+        return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise _args.error(f"{name}: expected a real array or tensor, got {type(x).__name__} "
+                          f"{_args.show(x)}") from None
 
 
 def _as_bhnd(x, name):
@@ -66,7 +74,7 @@ def _as_bhnd(x, name):
         return a.reshape(1, *a.shape)
     if a.ndim == 4:
         return a
-    raise _native().Error(f"{name}: shape {a.shape}: expected (N, d), (H, N, d) or (B, H, N, d)")
+    raise _args.error(f"{name}: shape {a.shape}: expected (N, d), (H, N, d) or (B, H, N, d)")
 
 
 def _ndim(x):
@@ -88,35 +96,65 @@ def _policy_text(policy):
     if isinstance(policy, dict):
         return json.dumps(policy)
     if not isinstance(policy, str):
-        raise _native().Error(f"policy: expected a preset name, a JSON object text or a dict, got "
-                    f"{type(policy).__name__}")
+        raise _args.error(f"policy: expected a preset name, a JSON object text or a dict, got "
+                          f"{type(policy).__name__} {_args.show(policy)}")
     return policy
 
 
-def _block(block):
+def _mask_bias(mask, q, k):
+    """PyTorch's attn_mask as the emulator's additive bias: boolean (True keeps a key: 0 / -inf)
+    or float (added to the scaled scores), broadcastable to (B, H, N_q, N_kv) as PyTorch
+    broadcasts it; dimensions of size 1 stay 1 (the emulator broadcasts them without a copy)."""
+    if mask is None:
+        return None
+    if _is_torch(mask):
+        if mask.device.type != "cpu":
+            raise _args.error(f"mask: a tensor on {mask.device}: pass mask.cpu()")
+        import torch
+        mask = mask.detach()
+        mask = mask.numpy() if mask.dtype == torch.bool else mask.to(torch.float64).numpy()
+    a = np.asarray(mask)
+    if a.dtype == np.bool_:
+        bias = np.where(a, 0.0, -np.inf)
+    elif np.issubdtype(a.dtype, np.floating):
+        bias = a.astype(np.float64)
+    else:
+        raise _args.error(f"mask: dtype {a.dtype}: expected bool (True keeps a key) or a float "
+                          "(added to the scaled scores)")
+    target = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
     try:
-        br, bc = block
-        return int(br), int(bc)
-    except (TypeError, ValueError):
-        raise _native().Error(f"block: expected (Br, Bc), got {block!r}") from None
+        fits = bias.ndim <= 4 and np.broadcast_shapes(bias.shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise _args.error(f"mask: shape {bias.shape} does not broadcast to (B, H, N_q, N_kv) = "
+                          f"{target}")
+    return np.ascontiguousarray(bias.reshape((1,) * (4 - bias.ndim) + bias.shape))
 
 
 def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), causal=False,
-              scale=None, scale_on="scores", threads=0, backend="cpu", timing=False):
+              scale=None, scale_on="scores", threads=0, backend="cpu", timing=False, mask=None):
     """The emulator's output O for q, k, v: what ``attndev point --algo ALGO --policy POLICY --br
     Br --bc Bc [--causal] --inputs FILE --dump DIR`` writes as the variant's O, bit for bit.
 
     q, k, v are rounded once to the policy's input format (as the CLI rounds a file's inputs),
-    then the variant runs. ``scale`` defaults to 1/sqrt(d); ``scale_on`` is "scores" or "query";
-    ``threads`` 0 uses every hardware thread (the result does not depend on it). Raises Error for
-    bad arguments and RuntimeError when the variant fails or is skipped. ``timing=True`` returns
-    (O, {"kernel_s": the emulator's call alone, "total_s": the whole call}).
+    then the variant runs. ``block`` is (Br, Bc), two integers; ``scale`` defaults to 1/sqrt(d);
+    ``scale_on`` is "scores" or "query"; ``threads`` 0 uses every hardware thread (the result does
+    not depend on it). ``mask`` is PyTorch's attn_mask: boolean (True keeps a key) or float (a
+    bias added to the scaled scores), broadcastable to (B, H, N_q, N_kv); with ``causal`` both
+    apply. Raises Error for bad arguments and RuntimeError when the variant fails or is skipped.
+    ``timing=True`` returns (O, {"kernel_s": the emulator's call alone, "total_s": the whole
+    call}). Ctrl-C stops the call within one work item of the emulator.
     """
     start = time.perf_counter()
-    br, bc = _block(block)
-    out, kernel_s = _native().attention(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), algo,
-                          _policy_text(policy), br, bc, bool(causal), scale_on,
-                          None if scale is None else float(scale), int(threads), backend)
+    br, bc = _args.block(block)
+    timing = _args.boolean("timing", timing)
+    qa, ka, va = _as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v")
+    out, kernel_s = _native().attention(
+        qa, ka, va, _args.text("algo", algo), _policy_text(policy), br, bc,
+        _args.boolean("causal", causal), _args.text("scale_on", scale_on),
+        _args.real("scale", scale), _args.integer("threads", threads),
+        _args.text("backend", backend), _mask_bias(mask, qa, ka))
     out = _shape_like(out, q)
     if timing:
         return out, {"kernel_s": kernel_s, "total_s": time.perf_counter() - start}
@@ -124,17 +162,20 @@ def attention(q, k, v, algo="flash2", policy="kernel-bf16", block=(64, 64), caus
 
 
 def golden(q, k, v, causal=False, scale=None, scale_on="scores", policy=None, input_format=None,
-           threads=0):
+           threads=0, mask=None):
     """The FP64 golden: baseline attention with every stage in fp64, on q, k, v rounded to
     ``input_format`` (or the ``policy``'s input format; neither: as given). With the same policy
-    as attention() it is the golden ``attndev point`` measures against."""
+    and mask as attention() it is the golden ``attndev point`` measures against."""
     if policy is not None and input_format is not None:
-        raise _native().Error("golden: give policy or input_format, not both")
+        raise _args.error("golden: give policy or input_format, not both")
     if policy is not None:
         input_format = policy_formats(policy)["input"]
-    out = _native().golden(_as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v"), bool(causal),
-                       scale_on, None if scale is None else float(scale), input_format,
-                       int(threads))
+    qa, ka, va = _as_bhnd(q, "q"), _as_bhnd(k, "k"), _as_bhnd(v, "v")
+    out = _native().golden(
+        qa, ka, va, _args.boolean("causal", causal), _args.text("scale_on", scale_on),
+        _args.real("scale", scale),
+        None if input_format is None else _args.text("input_format", input_format),
+        _args.integer("threads", threads), _mask_bias(mask, qa, ka))
     return _shape_like(out, q)
 
 
@@ -144,11 +185,11 @@ def deviation(output, golden, policy=None, format=None):
     max_rel is floored at one unit roundoff of the output format at max|golden|: the ``policy``'s
     output format, or ``format`` (default fp64, the smallest floor)."""
     if policy is not None and format is not None:
-        raise _native().Error("deviation: give policy or format, not both")
+        raise _args.error("deviation: give policy or format, not both")
     fmt = policy_formats(policy)["output"] if policy is not None else (format or "fp64")
     out = _as_float64(output, "output").reshape(-1)
     ref = _as_float64(golden, "golden").reshape(-1)
-    return _native().deviation(out, ref, fmt)
+    return _native().deviation(out, ref, _args.text("format", fmt))
 
 
 def match(output, q, k, v, algos=("baseline", "flash1", "flash2"), policies=None,
@@ -161,8 +202,10 @@ def match(output, q, k, v, algos=("baseline", "flash1", "flash2"), policies=None
     ``policies`` None: the presets whose output format holds every value of ``output``."""
     pols = [] if policies is None else [_policy_text(p) for p in policies]
     return _native().match(_as_bhnd(output, "output"), _as_bhnd(q, "q"), _as_bhnd(k, "k"),
-                       _as_bhnd(v, "v"), list(algos), pols, [int(x) for x in block_r],
-                       [int(x) for x in block_c], bool(causal), scale_on, int(threads))
+                           _as_bhnd(v, "v"), _args.strings("algos", algos), pols,
+                           _args.integers("block_r", block_r), _args.integers("block_c", block_c),
+                           _args.boolean("causal", causal), _args.text("scale_on", scale_on),
+                           _args.integer("threads", threads))
 
 
 def presets():
@@ -178,9 +221,94 @@ def algorithms():
     return _native().algorithms()
 
 
+def formats():
+    """The number formats ``round`` and the policies know (``attndev list formats``)."""
+    return _native().formats()
+
+
 def policy_formats(policy):
     """{"input", "output", "label"} of a policy (preset name, JSON text or dict)."""
     return _native().policy_formats(_policy_text(policy))
+
+
+def round(x, format):  # noqa: A001 (attndev.round, as the issue names it; builtins.round unused)
+    """x rounded once to ``format`` (any of ``formats()``): round-to-nearest-even straight from
+    float64, overflowing as the format does (to inf for the IEEE formats; see ``attndev list
+    formats``). Returns float64 values of x's shape (a float64 tensor for a tensor), each exactly
+    representable in the format: ``attndev.round(x, "bf16")`` is what a cast to bfloat16 stores."""
+    a = _as_float64(x, "x")
+    out = _native().round(a.reshape(-1), _args.text("format", format)).reshape(a.shape)
+    if _is_torch(x):
+        import torch
+        return torch.from_numpy(out)
+    return out
+
+
+def inputs(shape, distribution="normal(0,1)", seed=0, format="fp64", seq_kv=None):
+    """Q, K, V as the CLI draws them for a point: ``attndev point --n N --d D [--batch B --heads
+    H] [--n-kv SEQ_KV] --dist DISTRIBUTION --seed SEED`` reads these values, bit for bit.
+
+    ``shape`` is q's, (N, d), (H, N, d) or (B, H, N, d); k and v have ``seq_kv`` rows (default
+    N). ``distribution``: "normal(mean,std)", "uniform(lo,hi)" or "outlier(std,p)", as in
+    configs. ``format`` "fp64" gives the raw draws (attention() then rounds them to the policy's
+    input format exactly as the CLI does); another format gives them rounded to it, as the CLI
+    stores them (``inputs-<format>.safetensors`` of ``point --dump``). Counter-based: a value
+    depends on (seed, tensor, b, h, row, col) only."""
+    if not isinstance(shape, (tuple, list)) or not 2 <= len(shape) <= 4:
+        raise _args.error(f"shape: expected (N, d), (H, N, d) or (B, H, N, d), got "
+                          f"{_args.show(shape)}")
+    dims = [_args.integer(f"shape[{i}]", x, lo=1) for i, x in enumerate(shape)]
+    full = [1] * (4 - len(dims)) + dims
+    n_kv = full[2] if seq_kv is None else _args.integer("seq_kv", seq_kv, lo=1)
+    q, k, v = _native().inputs(full[0], full[1], full[2], n_kv, full[3],
+                               _args.text("distribution", distribution),
+                               _args.integer("seed", seed, hi=_args.SEED_MAX),
+                               _args.text("format", format))
+    lead = 4 - len(dims)
+    return q.reshape(q.shape[lead:]), k.reshape(k.shape[lead:]), v.reshape(v.shape[lead:])
+
+
+def read_safetensors(path, metadata=False):
+    """{name: float64 array} of a safetensors file (F64, F32, F16 and BF16 tensors, decoded
+    exactly), read with the CLI's checked reader; ``metadata=True`` returns (tensors,
+    {"__metadata__" strings})."""
+    entries, meta = _native().read_safetensors(os.fspath(path))
+    tensors = {name: values.reshape(shape) for name, _dtype, shape, values in entries}
+    return (tensors, meta) if _args.boolean("metadata", metadata) else tensors
+
+
+_DTYPE_OF = {"float64": "F64", "float32": "F32", "float16": "F16", "torch.float64": "F64",
+             "torch.float32": "F32", "torch.float16": "F16", "torch.bfloat16": "BF16"}
+
+
+def write_safetensors(path, tensors, dtype=None, metadata=None):
+    """Writes {name: array or tensor} as a safetensors file, atomically (a temporary file, then a
+    rename), with the CLI's writer: each value rounded once (round-to-nearest-even) to its dtype,
+    "F64", "F32", "F16" or "BF16": ``dtype`` one for every tensor, a dict per name, or None for
+    each array's own (a bfloat16 tensor is written as BF16). ``metadata``: {str: str}."""
+    if not isinstance(tensors, dict) or not tensors:
+        raise _args.error(f"tensors: expected a non-empty dict of name -> array, got "
+                          f"{_args.show(tensors)}")
+    if isinstance(dtype, dict):
+        _args.known_keys("dtype", dtype, list(tensors))
+    names, dtypes, shapes, values = [], [], [], []
+    for name, t in tensors.items():
+        names.append(_args.text("tensors key", name))
+        d = dtype.get(name) if isinstance(dtype, dict) else dtype
+        if d is None:
+            d = _DTYPE_OF.get(str(t.dtype) if hasattr(t, "dtype") else "")
+            if d is None:
+                raise _args.error(f"tensors[{name!r}]: dtype {getattr(t, 'dtype', type(t))} has no "
+                                  "safetensors float type here: give dtype=\"F32\" (or F64, F16, BF16)")
+        dtypes.append(_args.text(f"dtype of {name!r}", d))
+        a = _as_float64(t, f"tensors[{name!r}]")
+        shapes.append(list(a.shape))
+        values.append(a.reshape(-1))
+    meta = _args.known_keys("metadata", metadata or {}, list(metadata or {}))
+    for key, val in meta.items():
+        _args.text("metadata key", key)
+        _args.text(f"metadata[{key!r}]", val)
+    _native().write_safetensors(os.fspath(path), names, dtypes, shapes, values, meta)
 
 
 # ---- The tensor cores' arithmetic (docs/numerics.md, "Tensor cores"; docs/python.md) ----

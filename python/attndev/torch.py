@@ -9,65 +9,43 @@
 
 emulate() replaces torch.nn.functional.scaled_dot_product_attention while it is active: the
 forward pass only, on CPU tensors, with PyTorch's mask semantics (is_causal is the upper-left
-aligned lower triangle; a boolean attn_mask keeps True; a float one is added to the scores). The
-emulator has no arbitrary masks: a mask is accepted when it is all-visible or exactly the causal
-triangle (then run as the emulator's causal mask, which equals PyTorch's for L == S); anything else,
-dropout, gradients and non-CPU tensors raise NotImplementedError saying so. Models reach SDPA
-through the module attribute (Hugging Face transformers with attn_implementation="sdpa" does).
+aligned lower triangle; a boolean attn_mask keeps True; a float one is added to the scaled
+scores). Every mask runs: key padding, attention masks and additive biases go to the emulator as
+masks (attention/mask.hpp), so padded batches run as they are. Dropout, gradients and non-CPU
+tensors raise NotImplementedError saying so. Models reach SDPA through the module attribute
+(Hugging Face transformers with attn_implementation="sdpa" does).
 """
 
+import collections
 import contextlib
 import copy
+import math
 
 import torch
 
+from . import _args
 from . import attention as _attention
 from . import deviation as _deviation
 from . import golden as _golden
+from . import policy_formats as _policy_formats
 
-__all__ = ["emulate", "compare", "format_report"]
+__all__ = ["emulate", "compare", "format_report", "Call"]
+
+# One SDPA call as emulate(record=True) keeps it: q, k, v (H', N, d) float64 as the emulator saw
+# them (batch and heads flattened), the causal flag, the scale, the mask (None or a boolean /
+# float tensor broadcastable to (H', L, S)) and the output.
+Call = collections.namedtuple("Call", "q k v causal scale out mask")
+
 
 def _unsupported(what):
     return NotImplementedError(f"attndev.torch.emulate: {what}")
 
 
-def _causal_triangle(L, S):
-    # PyTorch's is_causal: torch.ones(L, S).tril(diagonal=0), aligned at the upper left.
+def _causal_mask(L, S):
+    # PyTorch's is_causal: torch.ones(L, S).tril(diagonal=0), aligned at the upper left. The
+    # emulator's own causal flag aligns at the lower right (FlashAttention >= 2.1): the same
+    # triangle when L == S only, so other shapes go as this explicit mask.
     return torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)
-
-
-def _mask_kind(attn_mask, L, S):
-    """None (every key visible) or "causal", for the masks the emulator has; raises otherwise."""
-    if attn_mask is None:
-        return None
-    if attn_mask.dtype == torch.bool:
-        visible = attn_mask
-    elif attn_mask.is_floating_point():
-        finite = torch.isfinite(attn_mask)
-        if bool((attn_mask[finite] != 0).any()) or bool((attn_mask[~finite] > 0).any()):
-            raise _unsupported("a float attn_mask with values other than 0 and -inf (an additive "
-                               "bias) is not emulated")
-        visible = finite
-    else:
-        raise _unsupported(f"an attn_mask of dtype {attn_mask.dtype}")
-    visible = visible.expand(*visible.shape[:-2], L, S)
-    if bool(visible.all()):
-        return None
-    if bool((visible == _causal_triangle(L, S)).all()):
-        return "causal"
-    raise _unsupported("attn_mask is neither all-visible nor the causal triangle (padding or "
-                       "another pattern): the emulator has no arbitrary masks; run unpadded "
-                       "sequences one at a time")
-
-
-def _causal_for(kind, is_causal, L, S):
-    causal = is_causal or kind == "causal"
-    if causal and L != S:
-        # The emulator aligns the causal mask at the lower right (FlashAttention >= 2.1);
-        # PyTorch's is_causal at the upper left. They agree only for square masks.
-        raise _unsupported(f"a causal mask with L={L} != S={S} (PyTorch aligns it at the upper "
-                           "left, the emulator at the lower right)")
-    return causal
 
 
 class _Emulation:
@@ -77,7 +55,7 @@ class _Emulation:
         self.policy, self.algo, self.block, self.threads = policy, algo, tuple(block), threads
         self.record = record
         self.calls = 0
-        self.records = []  # (q, k, v, causal, scale, out) per call, when record is set
+        self.records = []  # a Call per call, when record is set
 
     def sdpa(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
              enable_gqa=False):
@@ -96,16 +74,28 @@ class _Emulation:
             repeat = query.shape[-3] // key.shape[-3]
             key = key.repeat_interleave(repeat, dim=-3)
             value = value.repeat_interleave(repeat, dim=-3)
-        causal = _causal_for(_mask_kind(attn_mask, L, S), is_causal, L, S)
+        if is_causal and attn_mask is not None:
+            # PyTorch refuses the pair as well ("Explicit attn_mask should not be set when
+            # is_causal=True").
+            raise ValueError("attndev.torch.emulate: attn_mask and is_causal=True both given; "
+                             "PyTorch's SDPA refuses the pair too")
+        causal = bool(is_causal) and L == S
+        mask = _causal_mask(L, S) if is_causal and L != S else attn_mask
+        # (B, H, N, d) as the emulator takes it; other leading dims are flattened into heads (and
+        # the mask with them). A mask keeps its broadcast dims: a (B, 1, 1, S) padding mask is
+        # never expanded to (B, H, L, S).
         lead = query.shape[:-2]
-        q = query.reshape(-1, L, query.shape[-1])
-        k = key.expand(*lead, S, key.shape[-1]).reshape(-1, S, key.shape[-1])
-        v = value.expand(*lead, S, value.shape[-1]).reshape(-1, S, value.shape[-1])
+        heads = tuple(lead) if len(lead) == 2 else (1, math.prod(lead))
+        q = query.reshape(*heads, L, query.shape[-1])
+        k = key.expand(*lead, S, key.shape[-1]).reshape(*heads, S, key.shape[-1])
+        v = value.expand(*lead, S, value.shape[-1]).reshape(*heads, S, value.shape[-1])
+        if mask is not None and len(lead) != 2 and mask.dim() > 2:
+            mask = mask.expand(*lead, L, S).reshape(*heads, L, S)
         out = _attention(q, k, v, algo=self.algo, policy=self.policy, block=self.block,
-                         causal=causal, scale=scale, threads=self.threads)
+                         causal=causal, scale=scale, threads=self.threads, mask=mask)
         self.calls += 1
         if self.record:
-            self.records.append((q, k, v, causal, scale, out))
+            self.records.append(Call(q, k, v, causal, scale, out, mask))
         # SDPA returns query's dtype: the emulator's values (exact in the policy's output format)
         # stored in it, as a kernel's output would be in the model.
         return out.to(query.dtype).reshape(*lead, L, value.shape[-1])
@@ -115,9 +105,12 @@ class _Emulation:
 def emulate(policy="kernel-bf16", algo="flash2", block=(64, 64), threads=0, record=False):
     """Inside the block, torch.nn.functional.scaled_dot_product_attention runs attndev's emulated
     ``algo`` under ``policy`` with tiles ``block``. Yields an object whose ``calls`` counts the
-    calls and, with ``record=True``, whose ``records`` holds each call's (q, k, v, causal, scale,
-    out) as float64 (H, N, d) tensors."""
-    state = _Emulation(policy, algo, block, threads, record)
+    calls and, with ``record=True``, whose ``records`` holds a Call per call (q, k, v as float64
+    (B, H, N, d) tensors, causal, scale, out, mask). Arguments are checked here, before the
+    model runs."""
+    _policy_formats(policy)  # an unknown preset or stage fails now, not inside the model
+    state = _Emulation(policy, _args.text("algo", algo), _args.block(block),
+                       _args.integer("threads", threads), _args.boolean("record", record))
     previous = torch.nn.functional.scaled_dot_product_attention
     torch.nn.functional.scaled_dot_product_attention = state.sdpa
     try:
@@ -143,21 +136,33 @@ _FORMAT_OF_DTYPE = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16
                     torch.float16: "fp16"}
 
 
-def _variant_name(v):
-    return v.get("name") or f"{v.get('algo', 'flash2')} {v.get('policy', 'kernel-bf16')}"
+_VARIANT_KEYS = ("algo", "policy", "block", "name")
+
+
+def _variant_name(v, block):
+    """The label of a variant in reports: its name, or algorithm, policy label and tiles (a
+    baseline has none: it materializes S, its result does not depend on tiles)."""
+    if v.get("name"):
+        return v["name"]
+    algo = v.get("algo", "flash2")
+    label = f"{algo} {_policy_formats(v.get('policy', 'kernel-bf16'))['label']}"
+    return label if algo.startswith("baseline") else f"{label} {block[0]}x{block[1]}"
 
 
 def compare(model, inputs, variants, block=(64, 64), threads=0):
     """Runs ``model`` on ``inputs`` once per variant ({"algo", "policy", optional "block",
-    "name"}) with its attention emulated, and once as the FP64 golden model (a float64 copy whose
-    attention is the golden: baseline with every stage in fp64). ``inputs`` is a tensor or a dict
-    of keyword arguments. Returns one dict per variant:
+    "name"}; any other key is refused) with its attention emulated, and once as the FP64 golden
+    model (a float64 copy whose attention is the golden: baseline with every stage in fp64).
+    ``inputs`` is a tensor or a dict of keyword arguments. Returns one dict per variant:
 
-      name, logits: deviation of the logits from the golden model's (attndev.deviation, format of
-      the logits' dtype), layers: per attention call in order, "model" (its output against the
-      golden model's at the same call: the kernel's error plus what earlier layers passed on) and
-      "local" (against the FP64 golden on the very q, k, v it saw: the kernel's error alone).
+      name (given, or algorithm, policy and tiles: "flash2 kernel-bf16 64x64"), logits: deviation
+      of the logits from the golden model's (attndev.deviation, format of the logits' dtype),
+      layers: per attention call in order, "model" (its output against the golden model's at the
+      same call: the kernel's error plus what earlier layers passed on) and "local" (against the
+      FP64 golden on the very q, k, v and mask it saw: the kernel's error alone).
     """
+    for i, v in enumerate(variants):
+        _args.known_keys(f"variants[{i}]", v, _VARIANT_KEYS)
     golden_model = copy.deepcopy(model).to(torch.float64).eval()
     gold_inputs = {k: (t.to(torch.float64) if torch.is_tensor(t) and t.is_floating_point() else t)
                    for k, t in inputs.items()} if isinstance(inputs, dict) else inputs
@@ -166,19 +171,21 @@ def compare(model, inputs, variants, block=(64, 64), threads=0):
     report = []
     for v in variants:
         policy, algo = v.get("policy", "kernel-bf16"), v.get("algo", "flash2")
-        with emulate(policy=policy, algo=algo, block=v.get("block", block), threads=threads,
-                     record=True) as run:
+        tiles = _args.block(v.get("block", block), name="block")
+        name = _variant_name(v, tiles)
+        with emulate(policy=policy, algo=algo, block=tiles, threads=threads, record=True) as run:
             logits = _logits(_run(model, inputs))
         if run.calls != gold.calls:
-            raise RuntimeError(f"compare: {_variant_name(v)} made {run.calls} attention calls, "
-                               f"the golden model {gold.calls}")
+            raise RuntimeError(f"compare: {name} made {run.calls} attention calls, the golden "
+                               f"model {gold.calls}")
         layers = []
-        for (q, k, vv, causal, scale, out), gold_rec in zip(run.records, gold.records):
-            local = _golden(q, k, vv, causal=causal, scale=scale, policy=policy, threads=threads)
-            layers.append({"model": _deviation(out, gold_rec[5], policy=policy),
-                           "local": _deviation(out, local, policy=policy)})
+        for call, gold_call in zip(run.records, gold.records):
+            local = _golden(call.q, call.k, call.v, causal=call.causal, scale=call.scale,
+                            policy=policy, threads=threads, mask=call.mask)
+            layers.append({"model": _deviation(call.out, gold_call.out, policy=policy),
+                           "local": _deviation(call.out, local, policy=policy)})
         fmt = _FORMAT_OF_DTYPE.get(logits.dtype, "fp64")
-        report.append({"name": _variant_name(v),
+        report.append({"name": name,
                        "logits": _deviation(logits.to(torch.float64).numpy(),
                                             gold_logits.numpy(), format=fmt),
                        "layers": layers})

@@ -3,7 +3,10 @@
 //   attention  -> measure::round_inputs + experiment::run_variant   (what `attndev point` runs)
 //   golden     -> measure::round_inputs + measure::golden_of
 //   deviation  -> measure::deviation
-//   match      -> experiment::default_policies / make_candidates / match_output (`attndev match`)
+//   match      -> experiment::default_policies / search_candidates / match_output (`attndev match`)
+//   tools.hpp: round, inputs, safetensors read and write, did_you_mean
+// attention's and golden's mask is attention::Options::mask (attention/mask.hpp); every long call
+// runs through interruptible (common.hpp), so Ctrl-C stops it within one work item.
 // This file only converts: arrays in, arrays and dicts out, argument errors to exceptions whose
 // text is the CLI's message with the Python keyword in place of the flag. The Python package
 // (python/attndev/__init__.py) normalises shapes and dtypes before calling here: every array
@@ -11,6 +14,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -36,153 +40,27 @@
 #include "experiment/spec/config.hpp"
 #include "experiment/match.hpp"
 #include "experiment/run/variant_runner.hpp"
-#include "io/json_strict.hpp"
 #include "measure/measure.hpp"
 #include "metrics/deviation.hpp"
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
+#include "common.hpp"
 #include "mma.hpp"
-
-namespace nb = nanobind;
+#include "tools.hpp"
 
 namespace attndev::python {
 
 namespace {
 
-// A bad argument: raised in Python as attndev.Error (a ValueError), the CLI's exit 2.
-class ArgumentError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-// (B, H, N, d), float64, C order: what __init__.py hands in.
-using Array4 = nb::ndarray<const double, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
-using OutArray = nb::ndarray<nb::numpy, double, nb::ndim<4>>;
-
-attention::Tensor to_tensor(const Array4& a) {
-  for (std::size_t i = 0; i < 4; ++i)
-    if (a.shape(i) > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw ArgumentError("an extent of " + std::to_string(a.shape(i)) +
-                          " is larger than the emulator's tensors hold (int)");
-  // The emulator's tensors own their storage (std::vector<double>): one O(N d) copy, against
-  // O(N^2 d) for the attention itself. Filled by assign (one pass), not sized then copied (two:
-  // the sized constructor zero-fills), as memory bandwidth is this call's whole cost.
-  attention::Tensor t;
-  t.batch = static_cast<int>(a.shape(0));
-  t.heads = static_cast<int>(a.shape(1));
-  t.rows = static_cast<int>(a.shape(2));
-  t.cols = static_cast<int>(a.shape(3));
-  t.data.assign(a.data(), a.data() + a.size());
-  return t;
-}
-
-// The tensor's buffer handed to numpy without a copy: the vector moves into the capsule that owns
-// it and frees it when the array dies.
-OutArray to_array(attention::Tensor&& t) {
-  auto* owned = new std::vector<double>(std::move(t.data));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  const std::size_t shape[4] = {static_cast<std::size_t>(t.batch),
-                                static_cast<std::size_t>(t.heads), static_cast<std::size_t>(t.rows),
-                                static_cast<std::size_t>(t.cols)};
-  return OutArray(owned->data(), 4, shape, owner);
-}
-
-attention::Inputs to_inputs(const Array4& q, const Array4& k, const Array4& v) {
-  return {to_tensor(q), to_tensor(k), to_tensor(v)};
-}
-
-// A preset name or a JSON object text, as `attndev point --policy` reads it.
-numerics::PrecisionPolicy parse_policy(const std::string& text, const char* keyword) {
-  nlohmann::json value;
-  if (text.find_first_not_of(' ') != std::string::npos && text[text.find_first_not_of(' ')] == '{') {
-    if (const auto deep = io::json_text_error(text))
-      throw ArgumentError(std::string(keyword) + ": the JSON is " + *deep);
-    try {
-      value = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ArgumentError(std::string(keyword) + ": not valid JSON (" + e.what() + ")");
-    }
-  } else {
-    value = text;
-  }
-  numerics::PrecisionPolicy policy;
-  std::string error;
-  if (!config::parse_policy(value, policy, error))
-    throw ArgumentError(std::string(keyword) + ": " + error);
-  return policy;
-}
-
-numerics::Format parse_format(const std::string& text, const char* keyword) {
-  numerics::Format f;
-  if (numerics::parse_format(text, f)) return f;
-  std::vector<std::string_view> names;
-  for (numerics::Format g : numerics::kAllFormats) names.push_back(numerics::format_name(g));
-  throw ArgumentError(std::string(keyword) + ": unknown format \"" + text + "\"" +
-                      config::did_you_mean(text, names) + "; valid: " + config::join_names(names));
-}
-
-attention::ScalePlacement parse_scale_on(const std::string& text) {
-  if (text == "scores") return attention::ScalePlacement::scores;
-  if (text == "query") return attention::ScalePlacement::query;
-  constexpr std::string_view kPlacements[] = {"scores", "query"};
-  throw ArgumentError("scale_on: unknown placement \"" + text + "\"" +
-                      config::did_you_mean(text, kPlacements) + "; valid: scores, query");
-}
-
-void require_at_least(long long value, long long minimum, const char* keyword) {
-  if (value < minimum)
-    throw ArgumentError(std::string(keyword) + " must be >= " + std::to_string(minimum) + ", got " +
-                        std::to_string(value));
-}
-
-// `attndev match --algo`'s parse and message.
-attention::Algorithm parse_algorithm(const std::string& text, const char* keyword) {
-  attention::Algorithm a;
-  if (attention::parse_algorithm(text, a)) return a;
-  std::vector<std::string_view> names;
-  for (attention::Algorithm b : attention::kEveryAlgorithm)
-    names.push_back(attention::algorithm_name(b));
-  throw ArgumentError(std::string(keyword) + ": unknown algorithm \"" + text + "\"" +
-                      config::did_you_mean(text, names) + "; valid: " + config::join_names(names));
-}
-
-// The variant as `attndev point` builds it (variant_from_flags): through the config parser, so
-// that the same algorithms and backends are accepted with the same messages.
+// The variant as `attndev point` builds it: experiment::variant_from_parts, so that the same
+// algorithms and backends are accepted with the same messages (the keyword in place of the flag).
 experiment::Variant make_variant(const std::string& algo, const numerics::PrecisionPolicy& policy,
                                  const std::string& backend) {
-  const nlohmann::json v = {
-      {"algorithm", algo}, {"policy", config::policy_to_json(policy)}, {"backend", backend}};
   try {
-    return experiment::parse_variant(v, "");
+    return experiment::variant_from_parts(algo, policy, backend);
   } catch (const config::ConfigError& e) {
     const std::string keyword = e.path() == "algorithm" ? "algo" : e.path();
     throw ArgumentError(keyword + ": " + e.message());
-  }
-}
-
-attention::Options make_options(bool causal, const std::string& scale_on,
-                                std::optional<double> scale, int block_r, int block_c,
-                                int threads) {
-  require_at_least(block_r, 1, "block[0] (Br)");
-  require_at_least(block_c, 1, "block[1] (Bc)");
-  require_at_least(threads, 0, "threads");
-  attention::Options o;
-  o.causal = causal;
-  o.scale_placement = parse_scale_on(scale_on);
-  o.scale = scale;
-  o.block_r = block_r;
-  o.block_c = block_c;
-  o.threads = threads;
-  return o;
-}
-
-// The emulator's checks (shapes, tiles, a non-finite scale) before anything runs: they name the
-// field, and coming from arguments they are argument errors, as in `attndev point`.
-void check_arguments(const attention::Inputs& inputs, const attention::Options& options) {
-  try {
-    attention::validate(inputs, options);
-  } catch (const std::invalid_argument& e) {
-    throw ArgumentError(e.what());
   }
 }
 
@@ -192,20 +70,18 @@ std::pair<OutArray, double> attention_call(const Array4& q, const Array4& k, con
                                            const std::string& algo, const std::string& policy_text,
                                            int block_r, int block_c, bool causal,
                                            const std::string& scale_on, std::optional<double> scale,
-                                           int threads, const std::string& backend) {
+                                           int threads, const std::string& backend,
+                                           const std::optional<Array4>& mask) {
   const numerics::PrecisionPolicy policy = parse_policy(policy_text, "policy");
   const experiment::Variant variant = make_variant(algo, policy, backend);
-  const attention::Options options =
-      make_options(causal, scale_on, scale, block_r, block_c, threads);
+  attention::Options options = make_options(causal, scale_on, scale, block_r, block_c, threads);
+  options.mask = to_mask(mask);
   attention::Inputs inputs = to_inputs(q, k, v);
-  experiment::VariantOutcome r;
-  {
-    nb::gil_scoped_release release;  // minutes of C++ work: let other Python threads run
+  check_arguments(inputs, options);
+  experiment::VariantOutcome r = interruptible([&] {
     // `attndev point --inputs`: rounded once to the variant's input format, then the variant.
-    inputs = measure::round_inputs(inputs, policy.input);
-    check_arguments(inputs, options);
-    r = experiment::run_variant(variant, inputs, options);
-  }
+    return experiment::run_variant(variant, measure::round_inputs(inputs, policy.input), options);
+  });
   if (!r.status.is_ok()) throw std::runtime_error(variant.name + ": " + r.status.text());
   return {to_array(std::move(r.output.o)), r.runtime_ms / 1e3};
 }
@@ -220,15 +96,13 @@ attention::Inputs rounded_inputs(const Array4& q, const Array4& k, const Array4&
 
 OutArray golden_call(const Array4& q, const Array4& k, const Array4& v, bool causal,
                      const std::string& scale_on, std::optional<double> scale,
-                     const std::optional<std::string>& input_format, int threads) {
-  const attention::Options options = make_options(causal, scale_on, scale, 64, 64, threads);
-  attention::Inputs inputs = rounded_inputs(q, k, v, input_format);
-  measure::Golden g;
-  {
-    nb::gil_scoped_release release;
-    check_arguments(inputs, options);
-    g = measure::golden_of(inputs, options);
-  }
+                     const std::optional<std::string>& input_format, int threads,
+                     const std::optional<Array4>& mask) {
+  attention::Options options = make_options(causal, scale_on, scale, 64, 64, threads);
+  options.mask = to_mask(mask);
+  const attention::Inputs inputs = rounded_inputs(q, k, v, input_format);
+  check_arguments(inputs, options);
+  measure::Golden g = interruptible([&] { return measure::golden_of(inputs, options); });
   return to_array(std::move(g.output.o));
 }
 
@@ -248,8 +122,6 @@ nb::dict deviation_dict(const metrics::Deviation& d) {
   out["count"] = d.count;
   return out;
 }
-
-using Flat = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 nb::dict deviation_call(const Flat& output, const Flat& reference, const std::string& format) {
   const numerics::Format f = parse_format(format, "format");
@@ -323,11 +195,8 @@ nb::dict match_call(const Array4& output, const Array4& q, const Array4& k, cons
       algorithms, pols, clamp_tiles(block_r, inputs.q.rows, "block_r"),
       clamp_tiles(block_c, inputs.k.rows, "block_c"), experiment::default_twin_algorithms(),
       experiment::default_twin_profiles());
-  std::vector<experiment::MatchResult> ranked;
-  {
-    nb::gil_scoped_release release;
-    ranked = experiment::match_output(o, inputs, candidates, mo);
-  }
+  const std::vector<experiment::MatchResult> ranked =
+      interruptible([&] { return experiment::match_output(o, inputs, candidates, mo); });
   nb::list rows;
   for (const experiment::MatchResult& m : ranked) rows.append(match_row(m));
   std::string holding;
@@ -380,13 +249,33 @@ nb::dict policy_formats(const std::string& policy_text) {
 NB_MODULE(_core, m) {
   using namespace attndev::python;
   m.doc() = "attndev's C++ libraries (use the attndev package, not this module)";
-  nb::exception<ArgumentError>(m, "Error", PyExc_ValueError);
+  static nb::exception<ArgumentError> error(m, "Error", PyExc_ValueError);
+  // Registered after nanobind's own translators, so tried first: every message that leaves the
+  // module is short whatever the input was (short_message).
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void* type) {
+        try {
+          std::rethrow_exception(p);
+        } catch (const ArgumentError& e) {
+          PyErr_SetString(static_cast<PyObject*>(type), short_message(e.what()).c_str());
+        } catch (const nb::python_error&) {
+          throw;  // a Python exception on its way back (KeyboardInterrupt): restored as it is
+        } catch (const nb::builtin_exception&) {
+          throw;  // nanobind's own (TypeError, ...): its translator maps them
+        } catch (const std::bad_alloc&) {
+          throw;  // MemoryError, by nanobind's translator
+        } catch (const std::exception& e) {
+          PyErr_SetString(PyExc_RuntimeError, short_message(e.what()).c_str());
+        }
+      },
+      error.ptr());
   m.def("attention", &attention_call, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("algo"),
         nb::arg("policy"), nb::arg("block_r"), nb::arg("block_c"), nb::arg("causal"),
-        nb::arg("scale_on"), nb::arg("scale").none(), nb::arg("threads"), nb::arg("backend"));
+        nb::arg("scale_on"), nb::arg("scale").none(), nb::arg("threads"), nb::arg("backend"),
+        nb::arg("mask").none());
   m.def("golden", &golden_call, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("causal"),
         nb::arg("scale_on"), nb::arg("scale").none(), nb::arg("input_format").none(),
-        nb::arg("threads"));
+        nb::arg("threads"), nb::arg("mask").none());
   m.def("deviation", &deviation_call, nb::arg("output"), nb::arg("golden"), nb::arg("format"));
   m.def("match", &match_call, nb::arg("output"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
         nb::arg("algos"), nb::arg("policies"), nb::arg("block_r"), nb::arg("block_c"),
@@ -395,4 +284,5 @@ NB_MODULE(_core, m) {
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
   register_mma(m);
+  register_tools(m);
 }

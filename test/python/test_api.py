@@ -46,7 +46,7 @@ def test_bad_policy_names_the_nearest_preset():
 
 def test_argument_errors():
     q, k, v = qkv()
-    with pytest.raises(attndev.Error, match=r"block\[1\] \(Bc\) must be >= 1, got 0"):
+    with pytest.raises(attndev.Error, match=r"block\[1\] \(Bc\): 0 is out of range"):
         attndev.attention(q, k, v, block=(64, 0))
     with pytest.raises(attndev.Error, match="scale_on: unknown placement"):
         attndev.attention(q, k, v, scale_on="keys")

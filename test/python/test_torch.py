@@ -39,9 +39,10 @@ def test_emulate_routes_every_layer_and_restores(gpt2):
     assert run.calls == LAYERS
     assert torch.nn.functional.scaled_dot_product_attention is original
     # Each call's output is the package's attention on what the call saw, causal (GPT-2's mask).
-    q, k, v, causal, scale, out = run.records[0]
-    assert causal and q.shape == (2, 40, 16)
-    assert_bit_identical(out.numpy(), attndev.attention(q, k, v, causal=True).numpy(), "layer 0")
+    call = run.records[0]
+    assert call.causal and call.q.shape == (1, 2, 40, 16) and call.mask is None
+    assert_bit_identical(call.out.numpy(),
+                         attndev.attention(call.q, call.k, call.v, causal=True).numpy(), "layer 0")
     # bf16 attention inside an fp32 model: close to PyTorch's own, not identical.
     native = logits(model, ids)
     diff = (emulated - native).abs().max().item()
@@ -63,9 +64,12 @@ def test_compare_reports_layers_and_logits(gpt2):
     model, ids = gpt2
     report = at.compare(model, {"input_ids": ids},
                         variants=[{"algo": "flash2", "policy": "kernel-bf16"},
-                                  {"algo": "baseline", "policy": "fp32"}])
-    bf16, fp32 = report
-    assert [r["name"] for r in report] == ["flash2 kernel-bf16", "baseline fp32"]
+                                  {"algo": "baseline", "policy": "fp32"},
+                                  {"algo": "flash2", "policy": "fp32", "block": (16, 32)}])
+    bf16, fp32, tiles = report
+    # Labels name the tiles of a tiled algorithm (a baseline has none).
+    assert [r["name"] for r in report] == ["flash2 kernel-bf16 64x64", "baseline fp32",
+                                           "flash2 fp32 16x32"]
     assert len(bf16["layers"]) == LAYERS and len(fp32["layers"]) == LAYERS
     for r in report:
         assert r["logits"]["count"] == 40 * 101 and r["logits"]["nan_count"] == 0
@@ -79,25 +83,77 @@ def test_compare_reports_layers_and_logits(gpt2):
     assert "L1" in at.format_report(report)
 
 
-def test_unsupported_is_a_clear_error(gpt2):
+def test_compare_refuses_unknown_keys(gpt2):
     model, ids = gpt2
+    with pytest.raises(attndev.Error, match=r"variants\[0\]: unknown key 'blok' \(did you mean "
+                                            r"\"block\"\?\); valid: algo, policy, block, name"):
+        at.compare(model, {"input_ids": ids}, variants=[{"algo": "flash2", "blok": (16, 16)}])
+    with pytest.raises(attndev.Error, match=r"block: expected \(Br, Bc\)"):
+        at.compare(model, {"input_ids": ids}, variants=[{"algo": "flash2", "block": "16"}])
+    with pytest.raises(attndev.Error, match=r"policy: unknown policy preset"):
+        with at.emulate(policy="kernel-bf61"):
+            pass
+
+
+def test_unsupported_is_a_clear_error():
     q = torch.randn(1, 2, 8, 16)
+    F = torch.nn.functional
     with at.emulate():
         with pytest.raises(NotImplementedError, match="forward pass only"):
-            torch.nn.functional.scaled_dot_product_attention(q.requires_grad_(), q, q)
-        q = q.detach()
+            F.scaled_dot_product_attention(q.clone().requires_grad_(), q, q)
         with pytest.raises(NotImplementedError, match="dropout_p"):
-            torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
-        with pytest.raises(NotImplementedError, match="additive"):
-            torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=torch.randn(8, 8))
-        with pytest.raises(NotImplementedError, match="L=8 != S=4"):
-            torch.nn.functional.scaled_dot_product_attention(q, q[:, :, :4], q[:, :, :4],
-                                                             is_causal=True)
-        # Padding (a sequence with masked positions) is a mask the emulator does not have.
-        mask = torch.ones_like(ids)
-        mask[0, :5] = 0
-        with pytest.raises(NotImplementedError, match="neither all-visible nor the causal"):
-            logits(model, ids, attention_mask=mask)
+            F.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+        with pytest.raises(ValueError, match="attn_mask and is_causal=True both given"):
+            F.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(8, 8, dtype=torch.bool),
+                                           is_causal=True)
+
+
+def test_padded_batch_through_emulate_equals_each_sequence():
+    """A right-padded batch with a key-padding mask, as a model passes it to SDPA, gives each
+    sequence's own bits in its rows (kernel, framework and math presets)."""
+    g = torch.Generator().manual_seed(5)
+    lengths, n_pad = (37, 20, 64), 64
+    q, k, v = (torch.randn(3, 2, n_pad, 16, generator=g) for _ in range(3))
+    keep = torch.arange(n_pad)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
+    causal = torch.ones(n_pad, n_pad, dtype=torch.bool).tril()
+    F = torch.nn.functional
+    for policy, algo in (("kernel-bf16", "flash2"), ("framework-bf16", "flash1"),
+                         ("torch-math-bf16", "baseline")):
+        for mask, is_causal in ((keep[:, None, None, :], False),
+                                (keep[:, None, None, :] & causal, True)):
+            with at.emulate(policy=policy, algo=algo, block=(16, 16)):
+                padded = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                for b, n in enumerate(lengths):
+                    alone = F.scaled_dot_product_attention(q[b:b + 1, :, :n], k[b:b + 1, :, :n],
+                                                           v[b:b + 1, :, :n], is_causal=is_causal)
+                    assert torch.equal(padded[b:b + 1, :, :n], alone), (policy, algo, b, is_causal)
+
+
+def test_padded_gpt2_batch(gpt2):
+    """GPT-2 with a padded batch (attention_mask) runs through emulate() and agrees with each
+    sequence run alone: within the model's own float32 batch effects, far below bf16's."""
+    model, ids = gpt2
+    batch = torch.stack([ids[0], ids[0]])
+    mask = torch.ones_like(batch)
+    mask[1, 25:] = 0  # the second sequence is 25 tokens, right-padded
+    with at.emulate(policy="kernel-bf16", algo="flash2", record=True) as run:
+        padded = logits(model, batch, attention_mask=mask)
+        alone = logits(model, batch[1:, :25])
+    assert run.calls == 2 * LAYERS and run.records[0].mask is not None
+    diff = (padded[1, :25] - alone[0]).abs().max().item()
+    assert diff < 1e-3 * alone.abs().max().item(), diff
+    assert torch.isfinite(padded).all()
+
+
+def test_is_causal_with_l_not_s_is_pytorchs_upper_left_triangle():
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 2, 12, 16, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(1, 2, 20, 16, generator=g, dtype=torch.float64) for _ in range(2))
+    F = torch.nn.functional
+    with at.emulate(policy="fp64", algo="flash2", block=(4, 8)):
+        emulated = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    native = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert torch.allclose(emulated, native, rtol=0, atol=1e-12)
 
 
 def test_masks_as_pytorch_defines_them():

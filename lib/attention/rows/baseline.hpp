@@ -21,6 +21,7 @@
 #include "attention/rows/arith.hpp"
 #include "attention/rows/hooks.hpp"
 #include "attention/rows/mask.hpp"
+#include "attention/rows/mask_hook.hpp"
 #include "attention/rows/params.hpp"
 #include "attention/rows/softmax.hpp"
 #include "numerics/host_device.hpp"
@@ -51,23 +52,25 @@ ATTNDEV_HD inline typename A::Value scale_score(const A& a, const Params& p,
 }
 
 // The scores of one row as stored: s[0..n) raw dot products on entry, R_score(...) on exit.
-template <class A, class Dequant>
+template <class A, class Dequant, class Mask = NoMask>
 ATTNDEV_HD inline void baseline_scores(const A& a, const Dequant& dequant, const Params& p, int i,
-                                       typename A::Value* s, int n) {
+                                       typename A::Value* s, int n, const Mask& mask = Mask{}) {
   dequant.scores(a, i, /*j0=*/0, s, n);
   for (int j = 0; j < n; ++j) s[j] = scale_score(a, p, s[j]);
+  mask.scores(a, p, /*raw=*/false, i, /*j0=*/0, s, n);
   a.round_all(Stage::score, s, n);
 }
 
 // Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
-template <class A, class Kernels, class Dequant>
+template <class A, class Kernels, class Dequant, class Mask = NoMask>
 ATTNDEV_HD void baseline_rows(const A& a, const Kernels& kern, const Dequant& dequant,
                               const Params& p, int row_begin, int row_end, BaselineWork<A> w,
-                              double* o, double* lse) {
+                              double* o, double* lse, const Mask& mask = Mask{}) {
   using T = typename A::Value;
   const int rows = row_end - row_begin, d = p.head_dim;
   for (int r = 0; r < rows; ++r) {
-    w.count[r] = visible_count(row_begin + r, p.seq_q, p.seq_kv, p.causal);
+    w.count[r] = mask.keys(row_begin + r, /*j0=*/0,
+                           visible_count(row_begin + r, p.seq_q, p.seq_kv, p.causal));
     w.softmax[r] = RowSoftmax<A>{};
   }
   kern.scores(a, row_begin, rows, /*j0=*/0, w.count, w.s, w.ld_s);
@@ -75,7 +78,7 @@ ATTNDEV_HD void baseline_rows(const A& a, const Kernels& kern, const Dequant& de
     const int n = w.count[r];
     if (n == 0) continue;
     T* s = w.s + static_cast<long>(r) * w.ld_s;  // (n)
-    baseline_scores(a, dequant, p, row_begin + r, s, n);
+    baseline_scores(a, dequant, p, row_begin + r, s, n, mask);
     if (!softmax_row(a, w.softmax[r], s, n)) w.count[r] = 0;
   }
   for (long e = 0; e < static_cast<long>(rows) * w.ld_acc; ++e) w.acc[e] = T(0);

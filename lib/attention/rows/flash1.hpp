@@ -24,6 +24,7 @@
 #include "attention/rows/arith.hpp"
 #include "attention/rows/hooks.hpp"
 #include "attention/rows/mask.hpp"
+#include "attention/rows/mask_hook.hpp"
 #include "attention/rows/params.hpp"
 #include "attention/rows/softmax.hpp"
 #include "numerics/host_device.hpp"
@@ -44,9 +45,10 @@ struct Flash1Work {
 };
 
 // Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
-template <class A, class Kernels, class State = HbmState>
+template <class A, class Kernels, class State = HbmState, class Mask = NoMask>
 ATTNDEV_HD void flash1_rows(const A& a, const Kernels& kern, const State& state, const Params& p,
-                            int row_begin, int row_end, Flash1Work<A> w, double* o, double* lse) {
+                            int row_begin, int row_end, Flash1Work<A> w, double* o, double* lse,
+                            const Mask& mask = Mask{}) {
   using T = typename A::Value;
   const int rows = row_end - row_begin, d = p.head_dim;
   const T scale = static_cast<T>(p.score_scale);
@@ -58,7 +60,9 @@ ATTNDEV_HD void flash1_rows(const A& a, const Kernels& kern, const State& state,
   const int kv_end = visible_count(row_end - 1, p.seq_q, p.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += p.block_c) {
     for (int r = 0; r < rows; ++r)
-      w.count[r] = visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal);
+      w.count[r] =
+          mask.keys(row_begin + r, j0,
+                    visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal));
     kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
     for (int r = 0; r < rows; ++r) {
       const int n = w.count[r];
@@ -67,6 +71,7 @@ ATTNDEV_HD void flash1_rows(const A& a, const Kernels& kern, const State& state,
       a.store_all(Stage::score_accum, s, n);       // QK^T as its matmul stores it (framework model)
       if (p.scale_scores)
         for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
+      mask.scores(a, p, /*raw=*/false, row_begin + r, j0, s, n);
       a.round_all(Stage::score, s, n);
       BlockMergeSoftmax<A>& sm = w.softmax[r];
       if (!sm.begin_block(block_max(s, n))) {

@@ -33,6 +33,7 @@
 #include "attention/rows/arith.hpp"
 #include "attention/rows/hooks.hpp"
 #include "attention/rows/mask.hpp"
+#include "attention/rows/mask_hook.hpp"
 #include "attention/rows/params.hpp"
 #include "attention/rows/softmax.hpp"
 #include "numerics/host_device.hpp"
@@ -68,10 +69,10 @@ ATTNDEV_HD inline int torch_cpu_pv_piece_end(int k, int begin) {
 }
 
 // Rows [row_begin, row_end) of one (batch, head): writes o (rows, d) and lse (rows).
-template <class A, class Kernels, class Dequant, class State = RegisterState>
+template <class A, class Kernels, class Dequant, class State = RegisterState, class Mask = NoMask>
 ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequant,
                             const State& state, const Params& p, int row_begin, int row_end,
-                            Flash2Work<A> w, double* o, double* lse) {
+                            Flash2Work<A> w, double* o, double* lse, const Mask& mask = Mask{}) {
   using T = typename A::Value;
   const int rows = row_end - row_begin, d = p.head_dim;
   const bool tensors = p.policy.model == numerics::Model::framework;
@@ -102,7 +103,9 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
   const int kv_end = visible_count(row_end - 1, p.seq_q, p.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += p.block_c) {
     for (int r = 0; r < rows; ++r)
-      w.count[r] = visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal);
+      w.count[r] =
+          mask.keys(row_begin + r, j0,
+                    visible_in_block(row_begin + r, j0, p.block_c, p.seq_q, p.seq_kv, p.causal));
     kern.scores(a, row_begin, rows, j0, w.count, w.s, w.ld_s);
     // The vector form's groups of lanes start at the block's first key and cover its full
     // width, masked keys included (the kernel sets their scores to -inf; their p are 0 and add
@@ -118,6 +121,8 @@ ATTNDEV_HD void flash2_rows(const A& a, const Kernels& kern, const Dequant& dequ
       dequant.scores(a, row_begin + r, j0, s, n);
       if ((tensors || vector_form) && p.scale_scores)
         for (int j = 0; j < n; ++j) s[j] = a.mul(Stage::score_accum, s[j], scale);
+      mask.scores(a, p, /*raw=*/!tensors && !vector_form && p.scale_scores, row_begin + r, j0, s,
+                  n);
       a.round_all(Stage::score, s, n);
       OnlineSoftmax<A>& sm = w.softmax[r];
       sm.vector_count = vector_keys;
