@@ -130,13 +130,19 @@ std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& p
   return check_supported(kernel, policy, shape, options).reason;
 }
 
-CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
-                       const attention::Inputs& inputs, const attention::Options& options,
-                       const TimingOptions& timing) {
+namespace {
+
+// One forward pass on device 0 of whatever `select_with(visitor)` chooses (select() for the
+// kernels, select_twin() for the emulated twins): the emulator's validation and input stage,
+// upload, launch (timed or not), download.
+template <class SelectWith>
+CudaRunResult run_selected(SelectWith&& select_with, const numerics::PrecisionPolicy& policy,
+                           const attention::Inputs& inputs, const attention::Options& options,
+                           const TimingOptions& timing) {
   attention::validate(inputs, options);  // the emulator's checks: a config fails alike on both
   const attention::Shape shape = inputs.shape();
   CudaRunResult result;
-  const Selection support = check_supported(kernel, policy, shape, options);
+  const Selection support = select_with([](auto) {});
   if (!support.supported) {
     result.status = RunStatus::skipped;
     result.reason = support.reason;
@@ -175,7 +181,7 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
                           staged.scale,
                           staged.row_params()};
     std::optional<Prepared> prepared;
-    select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
+    select_with(PrepareVisitor{problem, prepared});
     if (!prepared) throw std::logic_error("dispatch selected no launcher");
 
     if (timing.enabled) {
@@ -202,6 +208,47 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
     cudaGetLastError();
   }
   return result;
+}
+
+}  // namespace
+
+CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing) {
+  const attention::Shape shape = inputs.shape();
+  return run_selected(
+      [&](auto&& visit) { return select(kernel, policy, shape, options, visit); }, policy, inputs,
+      options, timing);
+}
+
+std::string twin_unsupported_reason(attention::Algorithm algorithm,
+                                    const numerics::PrecisionPolicy& policy,
+                                    const attention::Shape& shape,
+                                    const attention::Options& options) {
+  return check_twin_supported(algorithm, policy, shape, options).reason;
+}
+
+CudaRunResult run_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing) {
+  const attention::Shape shape = inputs.shape();
+  return run_selected(
+      [&](auto&& visit) { return select_twin(algorithm, policy, shape, options, visit); }, policy,
+      inputs, options, timing);
+}
+
+CudaRunResult golden_on_device(const attention::Inputs& inputs, const attention::Options& options,
+                               const TimingOptions& timing) {
+  return run_twin(attention::Algorithm::baseline, numerics::kGoldenPolicy, inputs, options,
+                  timing);
+}
+
+DeviceMemory device_memory() {
+  std::string why;
+  if (!cuda_available(why)) throw std::runtime_error(why);
+  DeviceMemory m;
+  ATTNDEV_CUDA_CHECK(cudaMemGetInfo(&m.free_bytes, &m.total_bytes));
+  return m;
 }
 
 }  // namespace attndev::cuda

@@ -244,6 +244,52 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
   return detail::unsupported(kernel, "unknown kernel");
 }
 
+// The emulated twin of an algorithm on the device (the run-level cuda backend): the faithful
+// kernels run the emulator's row functions in PolicyArith, so every policy the row functions
+// model runs there as it runs on the CPU: kernel and framework models, fused or not, every
+// format and softmax form. What the row functions do not carry yet is refused here, with the
+// reason, and never run some other way:
+//   * the fp8 algorithms: their quantization (and Hadamard rotation) and the Fp8Dequant hook are
+//     host code today;
+// A policy field added to lib/numerics (a tensor-core accumulation model, a quantized recipe)
+// joins the device path by being ATTNDEV_HD and read inside the row functions; until then its
+// refusal belongs in this function, next to the fp8 one, so that the answer and the launch agree.
+template <class Visit>
+Selection select_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& /*p*/,
+                      const attention::Shape& /*shape*/, const attention::Options& /*options*/,
+                      Visit&& visit) {
+  const auto refuse = [&](const std::string& why) {
+    return Selection{false, std::string(attention::algorithm_name(algorithm)) +
+                                " on the cuda backend: " + why};
+  };
+  switch (algorithm) {
+    case attention::Algorithm::baseline:
+      visit(FaithfulTag<attention::Algorithm::baseline>{});
+      return {true, {}};
+    case attention::Algorithm::flash1:
+      visit(FaithfulTag<attention::Algorithm::flash1>{});
+      return {true, {}};
+    case attention::Algorithm::flash2:
+      visit(FaithfulTag<attention::Algorithm::flash2>{});
+      return {true, {}};
+    case attention::Algorithm::flash3_fp8:
+    case attention::Algorithm::flash3_fp8_per_tensor:
+    case attention::Algorithm::flash3_fp8_no_hadamard:
+    case attention::Algorithm::baseline_fp8:
+      return refuse(
+          "the fp8 algorithms' quantization and dequantization hook are not on the device "
+          "yet; run this variant with the cpu backend (--backend cpu)");
+  }
+  return refuse("unknown algorithm");
+}
+
+inline Selection check_twin_supported(attention::Algorithm algorithm,
+                                      const numerics::PrecisionPolicy& policy,
+                                      const attention::Shape& shape,
+                                      const attention::Options& options) {
+  return select_twin(algorithm, policy, shape, options, [](auto) {});
+}
+
 // The capability answer alone (no launch).
 inline Selection check_supported(Kernel kernel, const numerics::PrecisionPolicy& policy,
                                  const attention::Shape& shape, const attention::Options& options) {

@@ -44,7 +44,12 @@ struct Golden {
   attention::Output output;  // O (B, H, N_q, d) and lse (B, H, N_q)
   double max_abs = 0;        // max_abs_finite(O)
 };
-Golden golden_of(const attention::Inputs& rounded, const attention::Options& options);
+// What computes the golden's output: attention::golden on the CPU (the default), or the same
+// algorithm elsewhere (the run-level cuda backend's device golden, lib/cuda).
+using GoldenFn =
+    std::function<attention::Output(const attention::Inputs&, const attention::Options&)>;
+Golden golden_of(const attention::Inputs& rounded, const attention::Options& options,
+                 const GoldenFn& compute = {});
 
 // An output's deviation from a reference tensor of known scale (a golden's max_abs).
 // Throws std::invalid_argument when the sizes differ.
@@ -81,7 +86,8 @@ class References {
     Golden golden;
   };
   // `options` are the golden's (causal, scale, placement, threads; tiles do not matter to it).
-  References(InputSource source, attention::Options options);
+  // `golden` computes it (empty: attention::golden).
+  References(InputSource source, attention::Options options, GoldenFn golden = {});
 
   const Reference& for_format(numerics::Format input_format);
   // Those computed so far, in format order (dumps write each once).
@@ -90,6 +96,7 @@ class References {
  private:
   InputSource source_;
   attention::Options options_;
+  GoldenFn golden_;
   std::map<numerics::Format, Reference> by_format_;
 };
 

@@ -1,0 +1,287 @@
+// Host-only: the run-level cuda backend's kernel bodies, run for every thread of their launch by
+// the host launch shim (host_launch.hpp), against the CPU path bit for bit:
+//   * the input kernel (lib/cuda/inputs_kernel.cuh) == inputs::make_inputs, every distribution
+//     and input format;
+//   * the twins (lib/cuda/faithful_flash.cuh: row_body<A>) == attention::run, every algorithm the
+//     device runs x every preset (and unfused variants), odd N, N_q != N_kv both ways, causal,
+//     tiles that do not divide N, both scale placements;
+//   * the device golden (the streamed baseline under the fp64 policy) == attention::golden.
+// What this cannot see is the device compiler (--fmad=false), libdevice and the launch itself:
+// the GPU test and scripts/gpu-check.sh's groups run them on a device.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "attention/attention.hpp"
+#include "attention/problem.hpp"
+#include "cuda/dispatch.hpp"
+#include "cuda/faithful_flash.cuh"
+#include "cuda/host_launch.hpp"
+#include "cuda/inputs_kernel.cuh"
+#include "cuda_check/checks.hpp"
+#include "inputs/random_inputs.hpp"
+#include "test_scale.hpp"
+
+using namespace attndev;
+using attention::Algorithm;
+using inputs::Distribution;
+
+namespace {
+
+// Q, K, V as the input kernel draws them, on the host: every thread of the launch.
+attention::Inputs inputs_by_kernel(const attention::Shape& s, const Distribution& dist,
+                                   std::uint64_t seed, numerics::Format format) {
+  attention::Inputs in;
+  in.q = attention::Tensor(s.batch, s.heads, s.seq_q, s.head_dim);   // (B, H, N_q, d)
+  in.k = attention::Tensor(s.batch, s.heads, s.seq_kv, s.head_dim);  // (B, H, N_kv, d)
+  in.v = attention::Tensor(s.batch, s.heads, s.seq_kv, s.head_dim);  // (B, H, N_kv, d)
+  cuda::device_inputs::Params p;
+  p.dist = dist.params();
+  p.seed = seed;
+  p.format = format;
+  p.batch = s.batch;
+  p.heads = s.heads;
+  p.seq_q = s.seq_q;
+  p.seq_kv = s.seq_kv;
+  p.head_dim = s.head_dim;
+  p.q = in.q.data.data();
+  p.k = in.k.data.data();
+  p.v = in.v.data.data();
+  cuda::tests::host_launch_1d(p.count(), cuda::device_inputs::kThreads,
+                              [&](const cuda::ThreadIndex& t) { cuda::device_inputs::element(p, t); });
+  return in;
+}
+
+// The twin kernel's launch on the host: the launcher's input stage and scratch, then row_body<A>
+// for every thread.
+attention::Output twin_by_kernel(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                                 const attention::Inputs& in, const attention::Options& options) {
+  const attention::Problem staged = attention::make_problem(policy, in, options);
+  const attention::Shape s = staged.shape;
+  attention::Output out;
+  out.o = attention::Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
+  out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
+  cuda::faithful::Params p{};
+  p.rows = staged.row_params();
+  std::vector<double> scratch(std::max<std::size_t>(
+      1, out.lse.size() * static_cast<std::size_t>(
+                              cuda::faithful::scratch_per_row(algorithm, p.rows))));
+  std::vector<int> counts(out.lse.size());
+  p.q = staged.q.data.data();
+  p.k = staged.k.data.data();
+  p.v = staged.v.data.data();
+  p.o = out.o.data.data();
+  p.lse = out.lse.data();
+  p.scratch = scratch.data();
+  p.counts = counts.data();
+  p.batch = s.batch;
+  p.heads = s.heads;
+  cuda::tests::host_launch_1d(
+      cuda::faithful::row_count(p), cuda::faithful::kThreadsPerBlock,
+      [&](const cuda::ThreadIndex& t) {
+        switch (algorithm) {
+          case Algorithm::baseline:
+            cuda::faithful::row_body<Algorithm::baseline>(p, t);
+            break;
+          case Algorithm::flash1:
+            cuda::faithful::row_body<Algorithm::flash1>(p, t);
+            break;
+          default:
+            cuda::faithful::row_body<Algorithm::flash2>(p, t);
+            break;
+        }
+      });
+  return out;
+}
+
+// A case of the twin product (conventions #14): odd sizes, N_q != N_kv both ways, tails.
+struct Case {
+  const char* name;
+  attention::Shape shape;
+  int block_r, block_c;
+  bool causal;
+  attention::ScalePlacement placement;
+  Distribution dist;
+};
+
+const Case kCases[] = {
+    {"odd N, Bc not dividing N, causal", {2, 1, 75, 75, 16}, 16, 32, true,
+     attention::ScalePlacement::scores, Distribution::normal(0.0, 1.0)},
+    {"N_q > N_kv causal: fully masked rows, 5x7 tiles", {1, 2, 113, 40, 8}, 5, 7, true,
+     attention::ScalePlacement::scores, Distribution::uniform(-2.0, 1.0)},
+    {"N_q < N_kv, odd d, scale in Q", {1, 1, 33, 130, 33}, 64, 48, false,
+     attention::ScalePlacement::query, Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.05}},
+    {"tiny, tiles of 1", {2, 2, 7, 1, 3}, 1, 1, true, attention::ScalePlacement::scores,
+     Distribution::normal(0.5, 2.0)},
+};
+
+std::string case_text(const Case& c, const char* policy, Algorithm a) {
+  return std::string(attention::algorithm_name(a)) + " " + policy + " | " + c.name;
+}
+
+attention::Options options_of(const Case& c) {
+  attention::Options o;
+  o.block_r = c.block_r;
+  o.block_c = c.block_c;
+  o.causal = c.causal;
+  o.scale_placement = c.placement;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the input kernel draws make_inputs' values bit for bit", "[cuda][inputs]") {
+  const Distribution dists[] = {Distribution::normal(0.0, 1.0), Distribution::normal(0.5, 2.0),
+                                Distribution::uniform(-3.0, 1.0), Distribution::uniform(0.0, 1.0),
+                                Distribution{Distribution::Kind::outlier, 0, 1, 10.0, 0.01},
+                                Distribution{Distribution::Kind::outlier, 0, 1, 1000.0, 0.5}};
+  const numerics::Format formats[] = {numerics::Format::bf16,     numerics::Format::fp16,
+                                      numerics::Format::fp32,     numerics::Format::tf32,
+                                      numerics::Format::fp64,     numerics::Format::fp8_e4m3,
+                                      numerics::Format::fp8_e5m2};
+  const attention::Shape shape{2, 3, 37, 19, 13};  // odd everything: the index arithmetic
+  std::size_t compared = 0;
+  std::uint64_t seed = 41;
+  for (const Distribution& d : dists)
+    for (numerics::Format f : formats) {
+      INFO(d.describe() << " " << numerics::format_name(f) << " seed " << seed);
+      const attention::Inputs cpu = inputs::make_inputs(shape, d, seed, f);
+      const attention::Inputs dev = inputs_by_kernel(shape, d, seed, f);
+      CHECK(cuda_check::compare_bits(cpu.q.data, dev.q.data).mismatches == 0);
+      CHECK(cuda_check::compare_bits(cpu.k.data, dev.k.data).mismatches == 0);
+      CHECK(cuda_check::compare_bits(cpu.v.data, dev.v.data).mismatches == 0);
+      compared += cpu.q.data.size() + 2 * cpu.k.data.size();
+      ++seed;
+    }
+  CHECK(compared == std::size(dists) * std::size(formats) * (2 * 3 * (37 + 2 * 19) * 13));
+}
+
+TEST_CASE("the input kernel comparison can fail", "[cuda][inputs]") {
+  const attention::Shape shape{1, 1, 9, 9, 8};
+  const Distribution d = Distribution::normal(0.0, 1.0);
+  const attention::Inputs cpu = inputs::make_inputs(shape, d, 5, numerics::Format::fp32);
+  CHECK(cuda_check::compare_bits(cpu.q.data, inputs_by_kernel(shape, d, 6, numerics::Format::fp32)
+                                                 .q.data)
+            .mismatches > 0);
+  // Q, K and V are distinct streams: a kernel that wrote K into V would be caught.
+  CHECK(cuda_check::compare_bits(cpu.k.data, cpu.v.data).mismatches > 0);
+}
+
+TEST_CASE("twins on the device path equal attention::run bit for bit, every preset", "[cuda]") {
+  const Algorithm algorithms[] = {Algorithm::baseline, Algorithm::flash1, Algorithm::flash2};
+  std::size_t runs = 0, elements = 0;
+  std::uint64_t seed = 1000;
+  for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets)
+    for (bool fused : {true, false}) {
+      numerics::PrecisionPolicy policy = preset.policy;
+      policy.fma = fused && policy.fma;
+      if (!fused && !preset.policy.fma) continue;
+      for (const Case& c : kCases)
+        for (Algorithm a : algorithms) {
+          INFO(case_text(c, preset.name, a) << (fused ? "" : " fma=false") << " seed " << seed);
+          REQUIRE(cuda::check_twin_supported(a, policy, c.shape, options_of(c)).supported);
+          const attention::Inputs in = inputs::make_inputs(c.shape, c.dist, seed++, policy.input);
+          const attention::Output cpu = attention::run(a, policy, in, options_of(c));
+          const attention::Output dev = twin_by_kernel(a, policy, in, options_of(c));
+          const auto cmp = cuda_check::compare_bits(cpu.o.data, dev.o.data);
+          INFO("mismatches " << cmp.mismatches << "; first at " << cmp.first_mismatch << ": cpu "
+                             << cmp.reference_value << " device path " << cmp.output_value);
+          CHECK(cmp.compared == cpu.o.data.size());
+          CHECK(cmp.mismatches == 0);
+          // On the host both take log() from one libm: lse agrees bit for bit here.
+          CHECK(cuda_check::compare_bits(cpu.lse, dev.lse).mismatches == 0);
+          elements += cmp.compared;
+          ++runs;
+        }
+    }
+  std::printf("device-path twins: %zu runs, %zu elements compared bit for bit\n", runs, elements);
+  CHECK(runs >= std::size(numerics::kPolicyPresets) * std::size(kCases) * 3);
+}
+
+TEST_CASE("twins on the device path equal attention::run on random faithful cases", "[cuda]") {
+  // The GPU sweep's random product (odd head dims, tiles of 1, fully masked rows), each case's
+  // policy run by all three algorithms.
+  const auto cases = cuda_check::faithful_cases(/*seed=*/77, static_cast<int>(test::scaled_count(
+                                                                  300, /*floor=*/12)));
+  std::size_t compared = 0;
+  for (const auto& c : cases)
+    for (Algorithm a : {Algorithm::baseline, Algorithm::flash1, Algorithm::flash2}) {
+      INFO(c.name << " as " << attention::algorithm_name(a));
+      const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, c.policy.input);
+      const attention::Output cpu = attention::run(a, c.policy, in, c.options);
+      const attention::Output dev = twin_by_kernel(a, c.policy, in, c.options);
+      CHECK(cuda_check::compare_bits(cpu.o.data, dev.o.data).mismatches == 0);
+      compared += cpu.o.data.size();
+    }
+  CHECK(compared > 0);
+}
+
+TEST_CASE("the streamed baseline comparison can fail", "[cuda]") {
+  const Case& c = kCases[0];
+  numerics::PrecisionPolicy policy = numerics::find_preset("torch-math-bf16")->policy;
+  const attention::Inputs in = inputs::make_inputs(c.shape, c.dist, 3, policy.input);
+  const attention::Output cpu = attention::run(Algorithm::baseline, policy, in, options_of(c));
+  policy.prob = numerics::Format::fp32;  // P no longer stored in bf16
+  const attention::Output dev = twin_by_kernel(Algorithm::baseline, policy, in, options_of(c));
+  CHECK(cuda_check::compare_bits(cpu.o.data, dev.o.data).mismatches > 0);
+}
+
+TEST_CASE("the device golden equals the CPU golden", "[cuda][golden]") {
+  // The bar is 1e-12 relative; the streamed baseline does the CPU golden's operations in
+  // its order, so it is met with every bit equal (the comparison below says so for O and lse).
+  struct GoldenCase {
+    attention::Shape shape;
+    bool causal;
+    Distribution dist;
+  };
+  const GoldenCase golden_cases[] = {
+      {{1, 2, 301, 301, 64}, true, Distribution::normal(0.0, 1.0)},
+      {{2, 1, 200, 517, 128}, false, Distribution::uniform(0.0, 1.0)},
+      {{1, 1, 517, 200, 33}, true, Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.01}},
+  };
+  std::uint64_t seed = 9;
+  for (const GoldenCase& g : golden_cases) {
+    attention::Options o;
+    o.causal = g.causal;
+    for (numerics::Format f : {numerics::Format::bf16, numerics::Format::fp32}) {
+      INFO("N_q " << g.shape.seq_q << " N_kv " << g.shape.seq_kv << " d " << g.shape.head_dim
+                  << " " << g.dist.describe() << " " << numerics::format_name(f) << " seed "
+                  << seed);
+      const attention::Inputs in = inputs::make_inputs(g.shape, g.dist, seed++, f);
+      const attention::Output cpu = attention::golden(in, o);
+      const attention::Output dev = twin_by_kernel(Algorithm::baseline, numerics::kGoldenPolicy,
+                                                   in, o);
+      double max_diff = 0, scale = 0;
+      for (std::size_t i = 0; i < cpu.o.data.size(); ++i) {
+        max_diff = std::max(max_diff, std::fabs(cpu.o.data[i] - dev.o.data[i]));
+        scale = std::max(scale, std::fabs(cpu.o.data[i]));
+      }
+      REQUIRE(scale > 0);
+      CHECK(max_diff / scale <= 1e-12);
+      CHECK(cuda_check::compare_bits(cpu.o.data, dev.o.data).mismatches == 0);
+      CHECK(cuda_check::compare_bits(cpu.lse, dev.lse).mismatches == 0);
+    }
+  }
+}
+
+TEST_CASE("select_twin runs every plain algorithm and refuses the fp8 ones with a reason",
+          "[cuda]") {
+  const attention::Shape shape{1, 1, 64, 64, 64};
+  for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets)
+    for (Algorithm a : attention::kEveryAlgorithm) {
+      INFO(attention::algorithm_name(a) << " " << preset.name);
+      int visits = 0;
+      const cuda::Selection sel =
+          cuda::select_twin(a, preset.policy, shape, {}, [&](auto) { ++visits; });
+      CHECK(visits == (sel.supported ? 1 : 0));
+      CHECK(sel.supported == !attention::is_fp8_algorithm(a));
+      if (!sel.supported) {
+        CHECK_THAT(sel.reason, Catch::Contains("cuda backend"));
+        CHECK_THAT(sel.reason, Catch::Contains("--backend cpu"));
+      }
+    }
+}
