@@ -98,56 +98,21 @@ attention::Output twin_by_kernel(Algorithm algorithm, const numerics::PrecisionP
   return out;
 }
 
-// A case of the twin product (conventions #14): odd sizes, N_q != N_kv both ways, tails.
-struct Case {
-  const char* name;
-  attention::Shape shape;
-  int block_r, block_c;
-  bool causal;
-  attention::ScalePlacement placement;
-  Distribution dist;
-};
+using cuda_check::TwinCase;
 
-const Case kCases[] = {
-    {"odd N, Bc not dividing N, causal", {2, 1, 75, 75, 16}, 16, 32, true,
-     attention::ScalePlacement::scores, Distribution::normal(0.0, 1.0)},
-    {"N_q > N_kv causal: fully masked rows, 5x7 tiles", {1, 2, 113, 40, 8}, 5, 7, true,
-     attention::ScalePlacement::scores, Distribution::uniform(-2.0, 1.0)},
-    {"N_q < N_kv, odd d, scale in Q", {1, 1, 33, 130, 33}, 64, 48, false,
-     attention::ScalePlacement::query, Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.05}},
-    {"tiny, tiles of 1", {2, 2, 7, 1, 3}, 1, 1, true, attention::ScalePlacement::scores,
-     Distribution::normal(0.5, 2.0)},
-};
-
-std::string case_text(const Case& c, const char* policy, Algorithm a) {
+std::string case_text(const TwinCase& c, const std::string& policy, Algorithm a) {
   return std::string(attention::algorithm_name(a)) + " " + policy + " | " + c.name;
-}
-
-attention::Options options_of(const Case& c) {
-  attention::Options o;
-  o.block_r = c.block_r;
-  o.block_c = c.block_c;
-  o.causal = c.causal;
-  o.scale_placement = c.placement;
-  return o;
 }
 
 }  // namespace
 
 TEST_CASE("the input kernel draws make_inputs' values bit for bit", "[cuda][inputs]") {
-  const Distribution dists[] = {Distribution::normal(0.0, 1.0), Distribution::normal(0.5, 2.0),
-                                Distribution::uniform(-3.0, 1.0), Distribution::uniform(0.0, 1.0),
-                                Distribution{Distribution::Kind::outlier, 0, 1, 10.0, 0.01},
-                                Distribution{Distribution::Kind::outlier, 0, 1, 1000.0, 0.5}};
-  const numerics::Format formats[] = {numerics::Format::bf16,     numerics::Format::fp16,
-                                      numerics::Format::fp32,     numerics::Format::tf32,
-                                      numerics::Format::fp64,     numerics::Format::fp8_e4m3,
-                                      numerics::Format::fp8_e5m2};
+  const std::vector<Distribution> dists = cuda_check::input_distributions();
   const attention::Shape shape{2, 3, 37, 19, 13};  // odd everything: the index arithmetic
   std::size_t compared = 0;
   std::uint64_t seed = 41;
   for (const Distribution& d : dists)
-    for (numerics::Format f : formats) {
+    for (numerics::Format f : cuda_check::kInputFormats) {
       INFO(d.describe() << " " << numerics::format_name(f) << " seed " << seed);
       const attention::Inputs cpu = inputs::make_inputs(shape, d, seed, f);
       const attention::Inputs dev = inputs_by_kernel(shape, d, seed, f);
@@ -157,7 +122,8 @@ TEST_CASE("the input kernel draws make_inputs' values bit for bit", "[cuda][inpu
       compared += cpu.q.data.size() + 2 * cpu.k.data.size();
       ++seed;
     }
-  CHECK(compared == std::size(dists) * std::size(formats) * (2 * 3 * (37 + 2 * 19) * 13));
+  CHECK(compared ==
+        dists.size() * std::size(cuda_check::kInputFormats) * (2 * 3 * (37 + 2 * 19) * 13));
 }
 
 TEST_CASE("the input kernel comparison can fail", "[cuda][inputs]") {
@@ -175,18 +141,15 @@ TEST_CASE("twins on the device path equal attention::run bit for bit, every pres
   const Algorithm algorithms[] = {Algorithm::baseline, Algorithm::flash1, Algorithm::flash2};
   std::size_t runs = 0, elements = 0;
   std::uint64_t seed = 1000;
-  for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets)
-    for (bool fused : {true, false}) {
-      numerics::PrecisionPolicy policy = preset.policy;
-      policy.fma = fused && policy.fma;
-      if (!fused && !preset.policy.fma) continue;
-      for (const Case& c : kCases)
-        for (Algorithm a : algorithms) {
-          INFO(case_text(c, preset.name, a) << (fused ? "" : " fma=false") << " seed " << seed);
-          REQUIRE(cuda::check_twin_supported(a, policy, c.shape, options_of(c)).supported);
+  for (const cuda_check::NamedPolicy& named : cuda_check::twin_policies()) {
+    const numerics::PrecisionPolicy& policy = named.policy;
+    for (const TwinCase& c : cuda_check::twin_cases())
+      for (Algorithm a : algorithms) {
+          INFO(case_text(c, named.name, a) << " seed " << seed);
+          REQUIRE(cuda::check_twin_supported(a, policy, c.shape, c.options()).supported);
           const attention::Inputs in = inputs::make_inputs(c.shape, c.dist, seed++, policy.input);
-          const attention::Output cpu = attention::run(a, policy, in, options_of(c));
-          const attention::Output dev = twin_by_kernel(a, policy, in, options_of(c));
+          const attention::Output cpu = attention::run(a, policy, in, c.options());
+          const attention::Output dev = twin_by_kernel(a, policy, in, c.options());
           const auto cmp = cuda_check::compare_bits(cpu.o.data, dev.o.data);
           INFO("mismatches " << cmp.mismatches << "; first at " << cmp.first_mismatch << ": cpu "
                              << cmp.reference_value << " device path " << cmp.output_value);
@@ -196,10 +159,10 @@ TEST_CASE("twins on the device path equal attention::run bit for bit, every pres
           CHECK(cuda_check::compare_bits(cpu.lse, dev.lse).mismatches == 0);
           elements += cmp.compared;
           ++runs;
-        }
-    }
+      }
+  }
   std::printf("device-path twins: %zu runs, %zu elements compared bit for bit\n", runs, elements);
-  CHECK(runs >= std::size(numerics::kPolicyPresets) * std::size(kCases) * 3);
+  CHECK(runs >= std::size(numerics::kPolicyPresets) * cuda_check::twin_cases().size() * 3);
 }
 
 TEST_CASE("twins on the device path equal attention::run on random faithful cases", "[cuda]") {
@@ -221,12 +184,12 @@ TEST_CASE("twins on the device path equal attention::run on random faithful case
 }
 
 TEST_CASE("the streamed baseline comparison can fail", "[cuda]") {
-  const Case& c = kCases[0];
+  const TwinCase& c = cuda_check::twin_cases()[0];
   numerics::PrecisionPolicy policy = numerics::find_preset("torch-math-bf16")->policy;
   const attention::Inputs in = inputs::make_inputs(c.shape, c.dist, 3, policy.input);
-  const attention::Output cpu = attention::run(Algorithm::baseline, policy, in, options_of(c));
+  const attention::Output cpu = attention::run(Algorithm::baseline, policy, in, c.options());
   policy.prob = numerics::Format::fp32;  // P no longer stored in bf16
-  const attention::Output dev = twin_by_kernel(Algorithm::baseline, policy, in, options_of(c));
+  const attention::Output dev = twin_by_kernel(Algorithm::baseline, policy, in, c.options());
   CHECK(cuda_check::compare_bits(cpu.o.data, dev.o.data).mismatches > 0);
 }
 

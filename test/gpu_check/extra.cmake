@@ -4,4 +4,4 @@
 add_test(NAME gpu_check_script
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu_check_test.sh
                  ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh)
-set_tests_properties(gpu_check_script PROPERTIES LABELS "gpu_check" TIMEOUT 120)
+set_tests_properties(gpu_check_script PROPERTIES LABELS "gpu_check" TIMEOUT 300)

@@ -94,6 +94,75 @@ inline std::vector<FaithfulCase> faithful_cases(std::uint64_t seed, int count) {
   return cases;
 }
 
+// ---- The run-level cuda backend's cases: inputs, golden, twins (test/cuda/test_device_path.cpp
+// runs them through the host launch shim, the GPU test and `attndev_cuda_check device` on a GPU).
+
+// A case of the twin product (conventions #14): odd sizes, N_q != N_kv both ways, tails.
+struct TwinCase {
+  const char* name;
+  attention::Shape shape;
+  int block_r, block_c;
+  bool causal;
+  attention::ScalePlacement placement;
+  inputs::Distribution dist;
+
+  attention::Options options() const {
+    attention::Options o;
+    o.block_r = block_r;
+    o.block_c = block_c;
+    o.causal = causal;
+    o.scale_placement = placement;
+    return o;
+  }
+};
+
+inline const std::vector<TwinCase>& twin_cases() {
+  using inputs::Distribution;
+  static const std::vector<TwinCase> kCases = {
+      {"odd N, Bc not dividing N, causal", {2, 1, 75, 75, 16}, 16, 32, true,
+       attention::ScalePlacement::scores, Distribution::normal(0.0, 1.0)},
+      {"N_q > N_kv causal: fully masked rows, 5x7 tiles", {1, 2, 113, 40, 8}, 5, 7, true,
+       attention::ScalePlacement::scores, Distribution::uniform(-2.0, 1.0)},
+      {"N_q < N_kv, odd d, scale in Q", {1, 1, 33, 130, 33}, 64, 48, false,
+       attention::ScalePlacement::query,
+       Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.05}},
+      {"tiny, tiles of 1", {2, 2, 7, 1, 3}, 1, 1, true, attention::ScalePlacement::scores,
+       Distribution::normal(0.5, 2.0)},
+  };
+  return kCases;
+}
+
+// Every preset, and its unfused variant where the preset fuses: the policies of the twin product.
+struct NamedPolicy {
+  std::string name;
+  numerics::PrecisionPolicy policy;
+};
+inline std::vector<NamedPolicy> twin_policies() {
+  std::vector<NamedPolicy> out;
+  for (const numerics::PolicyPreset& p : numerics::kPolicyPresets) {
+    out.push_back({p.name, p.policy});
+    if (p.policy.fma) {
+      numerics::PrecisionPolicy unfused = p.policy;
+      unfused.fma = false;
+      out.push_back({std::string(p.name) + "+fma=false", unfused});
+    }
+  }
+  return out;
+}
+
+// The distributions and formats the input kernel is checked on.
+inline std::vector<inputs::Distribution> input_distributions() {
+  using inputs::Distribution;
+  return {Distribution::normal(0.0, 1.0), Distribution::normal(0.5, 2.0),
+          Distribution::uniform(-3.0, 1.0), Distribution::uniform(0.0, 1.0),
+          Distribution{Distribution::Kind::outlier, 0, 1, 10.0, 0.01},
+          Distribution{Distribution::Kind::outlier, 0, 1, 1000.0, 0.5}};
+}
+inline constexpr numerics::Format kInputFormats[] = {
+    numerics::Format::bf16, numerics::Format::fp16,     numerics::Format::fp32,
+    numerics::Format::tf32, numerics::Format::fp64,     numerics::Format::fp8_e4m3,
+    numerics::Format::fp8_e5m2};
+
 // Bit for bit, through lib/measure's named check (-0 vs +0 and NaN payloads differ).
 using measure::BitComparison;
 inline BitComparison compare_bits(const std::vector<double>& reference,
