@@ -8,6 +8,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -31,6 +32,7 @@ namespace {
 
 // One line of the table: a part, where it ran, its check and its time.
 struct Part {
+  explicit Part(std::string n) : name(std::move(n)) {}
   std::string name;  // "inputs", "golden", "twin flash2 kernel-bf16", "kernel flash2-tc ..."
   std::string check;  // "ok: ..." / "failed: ..." / "skipped: ..."
   std::vector<double> seconds;
@@ -38,7 +40,7 @@ struct Part {
   bool ok() const { return check.rfind("ok", 0) == 0; }
 };
 
-double median_of(std::vector<double> v) {
+double median_seconds(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -83,7 +85,7 @@ void measure_part(Part& part, const std::function<std::string()>& check,
     part.seconds.clear();
     return;
   }
-  part.median = median_of(part.seconds);
+  part.median = median_seconds(part.seconds);
 }
 
 // Throws when a timed call did not run: a part that passed its check failing at full size is a

@@ -365,13 +365,12 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
       "max_rel floor %s\n",
       r.inputs_s, r.golden_s, r.variant_s, r.baseline_s, format_number(r.max_rel_floor).c_str());
-  const nlohmann::json where = ran_on_json(a, s);
+  const nlohmann::json ran = ran_on_json(a, s);
   std::printf("ran on: inputs %s, golden %s, variant %s, baseline %s, metrics %s\n\n",
-              where["inputs"].get<std::string>().c_str(),
-              where["golden"].get<std::string>().c_str(),
-              where["variant"].get<std::string>().c_str(),
-              where["baseline"].get<std::string>().c_str(),
-              where["metrics"].get<std::string>().c_str());
+              ran["inputs"].get<std::string>().c_str(), ran["golden"].get<std::string>().c_str(),
+              ran["variant"].get<std::string>().c_str(),
+              ran["baseline"].get<std::string>().c_str(),
+              ran["metrics"].get<std::string>().c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
     t.add_row({name, format_number(v), format_number(b), format_number(ratio(v, b), 2)});

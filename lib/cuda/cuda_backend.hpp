@@ -19,8 +19,11 @@
 #include <vector>
 
 #include "attention/attention.hpp"
-#include "inputs/sample.hpp"
 #include "numerics/policy.hpp"
+
+namespace attndev::inputs {
+struct DistributionParams;  // inputs/sample.hpp
+}
 
 namespace attndev::cuda {
 

@@ -26,6 +26,7 @@
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
 #include "attention/rows/scalar_kernels.hpp"
+#include "cuda/faithful_scratch.hpp"
 #include "cuda/grid.hpp"
 #include "numerics/host_device.hpp"
 
@@ -50,17 +51,6 @@ struct Params {
   int batch, heads;
   rows::Params rows;  // geometry, tile, mask, scales, policy: attention::Problem::row_params()
 };
-
-// Doubles of scratch per query row: the row's scores of one K/V block, and the block's P V
-// where it is formed apart (flash1; flash2 under the framework model or the vector form:
-// flash2_rows' block_local). The streamed baseline needs none (its sums live in the output row).
-ATTNDEV_HD inline int scratch_per_row(attention::Algorithm a, const rows::Params& p) {
-  if (a == attention::Algorithm::baseline) return 0;
-  const bool block_pv = a == attention::Algorithm::flash1 ||
-                        p.policy.model == numerics::Model::framework ||
-                        p.policy.softmax == numerics::SoftmaxForm::torch_cpu_avx2;
-  return p.block_c + (block_pv ? p.head_dim : 0);
-}
 
 // The (N, d) operands of head (b, h) for the row functions.
 ATTNDEV_HD inline rows::ScalarKernels<rows::PolicyArith> head_kernels(const Params& p,

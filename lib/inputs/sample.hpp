@@ -129,14 +129,14 @@ ATTNDEV_HD inline double sin_quarter(double x) {
 }
 ATTNDEV_HD inline double cos_quarter(double x) {
   const double s = x * x;
-  double g = 1.0 / 6402373705728000.0;  // 1/18!
-  g = fma(g, s, -1.0 / 20922789888000.0);
-  g = fma(g, s, 1.0 / 87178291200.0);
-  g = fma(g, s, -1.0 / 479001600.0);
-  g = fma(g, s, 1.0 / 3628800.0);
-  g = fma(g, s, -1.0 / 40320.0);
-  g = fma(g, s, 1.0 / 720.0);
-  g = fma(g, s, -1.0 / 24.0);
+  double g = -1.0 / 6402373705728000.0;  // -1/18!
+  g = fma(g, s, 1.0 / 20922789888000.0);
+  g = fma(g, s, -1.0 / 87178291200.0);
+  g = fma(g, s, 1.0 / 479001600.0);
+  g = fma(g, s, -1.0 / 3628800.0);
+  g = fma(g, s, 1.0 / 40320.0);
+  g = fma(g, s, -1.0 / 720.0);
+  g = fma(g, s, 1.0 / 24.0);
   g = fma(g, s, -0.5);
   return fma(s, g, 1.0);
 }

@@ -17,6 +17,8 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/lse_tolerance.hpp"
 #include "cuda_check/checks.hpp"
+#include "inputs/random_inputs.hpp"
+#include "measure/checks.hpp"
 
 using namespace attndev;
 
@@ -175,6 +177,51 @@ TEST_CASE("timed runs report runtime and throughput", "[gpu]") {
   REQUIRE(r.status == cuda::RunStatus::ok);
   CHECK(r.runtime_ms > 0);
   CHECK(r.tflops == Approx(attention::forward_flops(s, false) / (r.runtime_ms * 1e-3) / 1e12));
+}
+
+TEST_CASE("the run-level cuda backend: inputs, golden and twins equal the CPU's", "[gpu]") {
+  // The host test (test_device_path.cpp) runs the same kernel bodies through the launch shim;
+  // here the device compiler, libdevice and the launch run them. O bit for bit; lse within the
+  // bound of lse_tolerance.hpp (log() is libdevice's).
+  const attention::Shape shape{2, 3, 37, 19, 13};
+  std::uint64_t seed = 41;
+  for (const inputs::Distribution& d : cuda_check::input_distributions())
+    for (numerics::Format f : cuda_check::kInputFormats) {
+      INFO("inputs " << d.describe() << " " << numerics::format_name(f) << " seed " << seed);
+      const attention::Inputs dev = cuda::draw_inputs_on_device(shape, d.params(), seed, f);
+      const attention::Inputs cpu = inputs::make_inputs(shape, d, seed++, f);
+      CHECK(measure::bit_identical(dev.q.data, cpu.q.data).pass);
+      CHECK(measure::bit_identical(dev.k.data, cpu.k.data).pass);
+      CHECK(measure::bit_identical(dev.v.data, cpu.v.data).pass);
+    }
+  int twins = 0;
+  for (const cuda_check::NamedPolicy& named : cuda_check::twin_policies())
+    for (const cuda_check::TwinCase& c : cuda_check::twin_cases())
+      for (attention::Algorithm a : {attention::Algorithm::baseline, attention::Algorithm::flash1,
+                                     attention::Algorithm::flash2}) {
+        INFO(attention::algorithm_name(a) << " " << named.name << " | " << c.name);
+        const attention::Inputs in =
+            inputs::make_inputs(c.shape, c.dist, seed++, named.policy.input);
+        const cuda::CudaRunResult dev = cuda::run_twin(a, named.policy, in, c.options());
+        REQUIRE(dev.status == cuda::RunStatus::ok);
+        const attention::Output cpu = attention::run(a, named.policy, in, c.options());
+        const measure::CheckResult bits = measure::bit_identical(dev.output.o.data, cpu.o.data);
+        INFO(bits.detail);
+        CHECK(bits.pass);
+        CHECK(cuda::tests::lse_close(in, c.options(), cpu.lse, dev.output.lse));
+        ++twins;
+      }
+  CHECK(twins > 0);
+  for (bool causal : {false, true}) {
+    attention::Options o;
+    o.causal = causal;
+    const attention::Inputs in = inputs::make_inputs({1, 2, 301, 517, 64},
+                                                     inputs::Distribution::normal(0, 1), seed++,
+                                                     numerics::Format::bf16);
+    const cuda::CudaRunResult dev = cuda::golden_on_device(in, o);
+    REQUIRE(dev.status == cuda::RunStatus::ok);
+    CHECK(measure::bit_identical(dev.output.o.data, attention::golden(in, o).o.data).pass);
+  }
 }
 
 int main(int argc, char** argv) {

@@ -43,10 +43,11 @@ TEST_CASE("measure checks: bit_identical tells -0 from +0 and counts every misma
   CHECK(c.first_mismatch == 2);
   CHECK(c.reference_value == -2.5);
   // Sizes that differ are never compared, and never pass.
-  const measure::CheckResult shorter = measure::bit_identical({1.0, 0.0}, ref);
+  const std::vector<double> two = {1.0, 0.0};
+  const measure::CheckResult shorter = measure::bit_identical(two, ref);
   CHECK_FALSE(shorter.compared);
   CHECK_FALSE(shorter.pass);
-  CHECK_FALSE(measure::bit_identical({}, {}).pass);
+  CHECK_FALSE(measure::bit_identical(std::vector<double>{}, std::vector<double>{}).pass);
 }
 
 TEST_CASE("measure checks: the baseline rule is 2x the baseline's max_abs plus one unit "
@@ -76,7 +77,8 @@ TEST_CASE("measure checks: the baseline rule is 2x the baseline's max_abs plus o
   inf[3] = std::numeric_limits<double>::infinity();
   CHECK_FALSE(measure::within_baseline_rule(inf, base, g, Format::bf16).pass);
   // Sizes that differ are not compared.
-  CHECK_FALSE(measure::within_baseline_rule({1.0}, base, g, Format::bf16).compared);
+  const std::vector<double> one = {1.0};
+  CHECK_FALSE(measure::within_baseline_rule(one, base, g, Format::bf16).compared);
 }
 
 TEST_CASE("measure checks: the golden's scale leaves non-finite elements out", "[measure]") {

@@ -140,7 +140,7 @@ struct NamedPolicy {
 inline std::vector<NamedPolicy> twin_policies() {
   std::vector<NamedPolicy> out;
   for (const numerics::PolicyPreset& p : numerics::kPolicyPresets) {
-    out.push_back({p.name, p.policy});
+    out.push_back({std::string(p.name), p.policy});
     if (p.policy.fma) {
       numerics::PrecisionPolicy unfused = p.policy;
       unfused.fma = false;

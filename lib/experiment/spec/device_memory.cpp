@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "cuda/dispatch.hpp"
-#include "cuda/faithful_flash.cuh"
+#include "cuda/faithful_scratch.hpp"
 #include "experiment/spec/memory.hpp"
 #include "io/memory.hpp"
 
