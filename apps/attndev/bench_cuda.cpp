@@ -33,7 +33,7 @@ namespace {
 // One line of the table: a part, where it ran, its check and its time.
 struct Part {
   explicit Part(std::string n) : name(std::move(n)) {}
-  std::string name;  // "inputs", "golden", "twin flash2 kernel-bf16", "kernel flash2-tc ..."
+  std::string name;   // "inputs", "golden", "twin flash2 kernel-bf16", "kernel flash2-tc ..."
   std::string check;  // "ok: ..." / "failed: ..." / "skipped: ..."
   std::vector<double> seconds;
   double median = 0;
@@ -128,7 +128,8 @@ std::vector<Part> bench_parts(const CudaBenchArgs& a) {
         std::string why;
         const cuda::CudaRunResult r = cuda::golden_on_device(small_in, opt);
         const attention::Output* o = output_of(r, why);
-        return o ? verdict(measure::bit_identical(o->o.data, attention::golden(small_in, opt).o.data))
+        return o ? verdict(
+                       measure::bit_identical(o->o.data, attention::golden(small_in, opt).o.data))
                  : why;
       },
       [&] { require_ok(cuda::golden_on_device(in, opt), "golden"); }, a.repeats);
@@ -171,12 +172,11 @@ std::vector<Part> bench_parts(const CudaBenchArgs& a) {
           std::string why;
           const cuda::CudaRunResult r = cuda::run_cuda(k.kernel, policy, small_in, k.options);
           const attention::Output* o = output_of(r, why);
-          return o ? verdict(measure::within_baseline_rule(o->o.data, small_base.o.data,
-                                                           small_gold, policy.output))
+          return o ? verdict(measure::within_baseline_rule(o->o.data, small_base.o.data, small_gold,
+                                                           policy.output))
                    : why;
         },
-        [&] { require_ok(cuda::run_cuda(k.kernel, policy, in, k.options), part.name); },
-        a.repeats);
+        [&] { require_ok(cuda::run_cuda(k.kernel, policy, in, k.options), part.name); }, a.repeats);
     parts.push_back(part);
   }
   return parts;
@@ -206,27 +206,26 @@ void run_cuda_bench(const CudaBenchArgs& a) {
       }
       rows.push_back(row);
     }
-    const nlohmann::json doc = {
-        {"provenance", provenance_json()},
-        {"device", device.describe()},
-        {"shape",
-         {{"batch", a.shape.batch},
-          {"heads", a.shape.heads},
-          {"seq_q", a.shape.seq_q},
-          {"seq_kv", a.shape.seq_kv},
-          {"head_dim", a.shape.head_dim}}},
-        {"causal", a.causal},
-        {"policy", a.policy},
-        {"repeats", a.repeats},
-        {"parts", rows},
-        {"total_s", total}};
+    const nlohmann::json doc = {{"provenance", provenance_json()},
+                                {"device", device.describe()},
+                                {"shape",
+                                 {{"batch", a.shape.batch},
+                                  {"heads", a.shape.heads},
+                                  {"seq_q", a.shape.seq_q},
+                                  {"seq_kv", a.shape.seq_kv},
+                                  {"head_dim", a.shape.head_dim}}},
+                                {"causal", a.causal},
+                                {"policy", a.policy},
+                                {"repeats", a.repeats},
+                                {"parts", rows},
+                                {"total_s", total}};
     std::printf("%s\n", doc.dump(2).c_str());
   } else {
-    std::printf("cuda backend on %s: B=%d H=%d N_q=%d N_kv=%d d=%d%s, policy %s, median of %d "
-                "(wall time of each call: upload, kernel, download)\n",
-                device.describe().c_str(), a.shape.batch, a.shape.heads, a.shape.seq_q,
-                a.shape.seq_kv, a.shape.head_dim, a.causal ? " causal" : "", a.policy.c_str(),
-                a.repeats);
+    std::printf(
+        "cuda backend on %s: B=%d H=%d N_q=%d N_kv=%d d=%d%s, policy %s, median of %d "
+        "(wall time of each call: upload, kernel, download)\n",
+        device.describe().c_str(), a.shape.batch, a.shape.heads, a.shape.seq_q, a.shape.seq_kv,
+        a.shape.head_dim, a.causal ? " causal" : "", a.policy.c_str(), a.repeats);
     Table table({"part", "median s", "check (small problem first)"});
     for (const Part& p : parts) {
       char buf[32];

@@ -289,9 +289,11 @@ void print_bench_table(const BenchArgs& a, const BenchRun& b,
 // --backend cuda: the run-level cuda backend's parts at one point (bench_cuda.cpp).
 void run_bench_on_device(const BenchArgs& a) {
   if (a.all)
-    throw UsageError("--all times the CPU emulator's standard set; with --backend cuda bench "
-                     "times one point's parts on the GPU: drop one of the two");
-  if (a.generic) throw UsageError("--generic selects a CPU path; it has no meaning with --backend cuda");
+    throw UsageError(
+        "--all times the CPU emulator's standard set; with --backend cuda bench "
+        "times one point's parts on the GPU: drop one of the two");
+  if (a.generic)
+    throw UsageError("--generic selects a CPU path; it has no meaning with --backend cuda");
   CudaBenchArgs c;
   c.shape = attention::Shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
   c.causal = a.causal;

@@ -237,19 +237,21 @@ void print_plan_table(const PlanArgs& a, const PlanView& v) {
         "cuda and external variants not counted)\n",
         experiment::format_duration(*v.seconds).c_str());
   else if (!a.no_estimate && v.config.backend == experiment::Backend::cuda)
-    std::printf("estimated time: not estimated for the cuda backend (attndev bench --backend cuda "
-                "times one point's parts on the GPU)\n");
+    std::printf(
+        "estimated time: not estimated for the cuda backend (attndev bench --backend cuda "
+        "times one point's parts on the GPU)\n");
   print_device_memory(v);
 }
 
 // Device memory: the peak and, held against a known device, the points that cannot fit.
 void print_device_memory(const PlanView& v) {
   if (!v.device_peak.point) return;
-  std::printf("device memory: %s at point %zu (%s: %s, plus %s for the CUDA context and "
-              "libraries)",
-              io::format_bytes(v.device_peak.bytes).c_str(), v.device_peak.point->index,
-              v.device_peak.part.name.c_str(), io::format_bytes(v.device_peak.part.bytes).c_str(),
-              io::format_bytes(experiment::kDeviceReserve).c_str());
+  std::printf(
+      "device memory: %s at point %zu (%s: %s, plus %s for the CUDA context and "
+      "libraries)",
+      io::format_bytes(v.device_peak.bytes).c_str(), v.device_peak.point->index,
+      v.device_peak.part.name.c_str(), io::format_bytes(v.device_peak.part.bytes).c_str(),
+      io::format_bytes(experiment::kDeviceReserve).c_str());
   if (!v.device_bytes) {
     std::printf("; no device here: --device-memory 80GiB checks the plan against a GPU's memory\n");
     return;

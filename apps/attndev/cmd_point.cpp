@@ -54,8 +54,8 @@ struct PointArgs {
   // cpu: everything on the emulator. cuda: the variant on its CUDA kernel, and the inputs, the
   // golden and the baseline (the emulated twin) on the device as well (the run-level backend).
   std::string backend = "cpu";
-  std::string inputs;           // Q, K, V from this file instead of drawing them
-  std::string dump;             // write inputs, golden and outputs (safetensors) here
+  std::string inputs;              // Q, K, V from this file instead of drawing them
+  std::string dump;                // write inputs, golden and outputs (safetensors) here
   bool shape_flags_given = false;  // --n, --n-kv, --d, --batch, --heads, --dist or --seed
 };
 
@@ -285,7 +285,8 @@ std::string algorithm_label(const experiment::Variant& v) {
 
 // Where each part was computed (a results row's ran_on, with the baseline beside the variant).
 nlohmann::json ran_on_json(const PointArgs& a, const PointSetup& s) {
-  const experiment::Backend run = on_device(a) ? experiment::Backend::cuda : experiment::Backend::cpu;
+  const experiment::Backend run =
+      on_device(a) ? experiment::Backend::cuda : experiment::Backend::cpu;
   const bool from_file = !a.inputs.empty();
   nlohmann::json j = experiment::ran_on(run, s.variant, from_file).to_json();
   j["baseline"] = experiment::ran_on(run, s.baseline, from_file).variant;
@@ -368,8 +369,7 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
   const nlohmann::json ran = ran_on_json(a, s);
   std::printf("ran on: inputs %s, golden %s, variant %s, baseline %s, metrics %s\n\n",
               ran["inputs"].get<std::string>().c_str(), ran["golden"].get<std::string>().c_str(),
-              ran["variant"].get<std::string>().c_str(),
-              ran["baseline"].get<std::string>().c_str(),
+              ran["variant"].get<std::string>().c_str(), ran["baseline"].get<std::string>().c_str(),
               ran["metrics"].get<std::string>().c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
@@ -456,10 +456,11 @@ void add_point_command(cli::Command& app) {
   cmd->add_option("-j,--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
-  cmd->add_option("--backend", args->backend,
-                  "cpu (the emulator) or cuda: the variant on its CUDA kernel (--algorithm may then "
-                  "also be flash2-tc), and the inputs, golden and baseline on the GPU too; without "
-                  "a GPU, exit 2 before anything is computed")
+  cmd->add_option(
+         "--backend", args->backend,
+         "cpu (the emulator) or cuda: the variant on its CUDA kernel (--algorithm may then "
+         "also be flash2-tc), and the inputs, golden and baseline on the GPU too; without "
+         "a GPU, exit 2 before anything is computed")
       ->capture_default_str();
   cmd->callback([args, shape_flags] {
     for (const cli::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;

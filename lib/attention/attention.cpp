@@ -112,12 +112,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
   out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
-  // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and
-  // Hadamard steps have no framework-tensor counterpart in attndev.
-  if (is_fp8_algorithm(algorithm) && policy.model == numerics::Model::framework)
-    throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
-                                " models FA-3's fp8 kernel: the framework rounding model does "
-                                "not apply; use a kernel-model policy such as fp8-e4m3");
+  detail::require_fp8_policy(algorithm, policy);
   const detail::FastKind kind = options.path == Options::Path::generic
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);

@@ -70,11 +70,10 @@ Chunking chunking(std::size_t bytes_per_row, int seq_q, int total_heads) {
   std::size_t free_bytes = 0, total_bytes = 0;
   ATTNDEV_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t budget = std::min<std::size_t>(free_bytes / 2, std::size_t{8} << 30);
-  const std::size_t fit_rows = bytes_per_row == 0 ? static_cast<std::size_t>(seq_q) * total_heads
-                                                  : budget / bytes_per_row;
+  const std::size_t fit_rows =
+      bytes_per_row == 0 ? static_cast<std::size_t>(seq_q) * total_heads : budget / bytes_per_row;
   if (fit_rows == 0)
-    throw std::runtime_error("baseline: one query row's S and P (" +
-                             std::to_string(bytes_per_row) +
+    throw std::runtime_error("baseline: one query row's S and P (" + std::to_string(bytes_per_row) +
                              " bytes) do not fit in device memory; use flash kernels");
   Chunking c;
   if (fit_rows >= static_cast<std::size_t>(seq_q)) {
@@ -140,9 +139,9 @@ Prepared prepare_baseline(const DeviceProblem& problem) {
         ATTNDEV_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             st->cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, sh.seq_kv, m, sh.head_dim, &one,
             st->k.get() + h0 * kv_stride, Types::kOperand, sh.head_dim, kv_stride,
-            st->q.get() + h0 * q_stride + static_cast<long long>(i0) * sh.head_dim,
-            Types::kOperand, sh.head_dim, q_stride, &zero, st->scores.get(), Types::kAcc,
-            sh.seq_kv, s_stride, n, Types::kCompute, CUBLAS_GEMM_DEFAULT));
+            st->q.get() + h0 * q_stride + static_cast<long long>(i0) * sh.head_dim, Types::kOperand,
+            sh.head_dim, q_stride, &zero, st->scores.get(), Types::kAcc, sh.seq_kv, s_stride, n,
+            Types::kCompute, CUBLAS_GEMM_DEFAULT));
         const baseline::SoftmaxParams sp{n, h0, m, i0, pr.rows, pr.lse};
         constexpr unsigned kThreads = 128;
         baseline::softmax_rows_kernel<<<grid_for(std::size_t(n) * m, kThreads), kThreads>>>(
@@ -151,8 +150,8 @@ Prepared prepare_baseline(const DeviceProblem& problem) {
         // O[i0 : i0 + m]^T (d, m) column-major = V^T (d, N_kv) . P^T (N_kv, m).
         ATTNDEV_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             st->cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, sh.head_dim, m, sh.seq_kv, &one,
-            st->v.get() + h0 * kv_stride, Types::kOperand, sh.head_dim, kv_stride,
-            st->probs.get(), Types::kOperand, sh.seq_kv, s_stride, &zero,
+            st->v.get() + h0 * kv_stride, Types::kOperand, sh.head_dim, kv_stride, st->probs.get(),
+            Types::kOperand, sh.seq_kv, s_stride, &zero,
             st->out.get() + h0 * q_stride + static_cast<long long>(i0) * sh.head_dim, Types::kAcc,
             sh.head_dim, q_stride, n, Types::kCompute, CUBLAS_GEMM_DEFAULT));
       }

@@ -72,8 +72,8 @@ __global__ void softmax_rows_kernel(const Acc* scores, T* probs, SoftmaxParams p
   const int i = p.first_row + static_cast<int>(row % p.rows_in_chunk);
   const Acc* s_row = scores + static_cast<std::size_t>(row) * p.rows.seq_kv;  // (N_kv)
   T* p_row = probs + static_cast<std::size_t>(row) * p.rows.seq_kv;           // (N_kv)
-  double* lse =
-      p.lse + (static_cast<std::size_t>(p.first_head) + head) * p.rows.seq_q + static_cast<std::size_t>(i);
+  double* lse = p.lse + (static_cast<std::size_t>(p.first_head) + head) * p.rows.seq_q +
+                static_cast<std::size_t>(i);
   softmax_row_from_dots(
       p.rows, s_row, i, [&](int j, double prob) { store_as(prob, p_row[j]); }, lse);
 }

@@ -156,8 +156,8 @@ CudaRunResult golden_on_device(const attention::Inputs& inputs, const attention:
 // per-element function and copied back. Throws std::invalid_argument for a shape make_inputs
 // refuses, std::runtime_error for a CUDA error or a missing device.
 attention::Inputs draw_inputs_on_device(const attention::Shape& shape,
-                                        const inputs::DistributionParams& dist,
-                                        std::uint64_t seed, numerics::Format format);
+                                        const inputs::DistributionParams& dist, std::uint64_t seed,
+                                        numerics::Format format);
 
 // Free and total memory of device 0 (cudaMemGetInfo). Throws std::runtime_error without one.
 struct DeviceMemory {

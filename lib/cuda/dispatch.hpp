@@ -245,42 +245,44 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
 }
 
 // The emulated twin of an algorithm on the device (the run-level cuda backend): the faithful
-// kernels run the emulator's row functions in PolicyArith, so every policy the row functions
-// model runs there as it runs on the CPU: kernel and framework models, fused or not, every
-// format and softmax form. What the row functions do not carry yet is refused here, with the
-// reason, and never run some other way:
-//   * the fp8 algorithms: their quantization (and Hadamard rotation) and the Fp8Dequant hook are
-//     host code today;
-// A policy field added to lib/numerics (a tensor-core accumulation model, a quantized recipe)
-// joins the device path by being ATTNDEV_HD and read inside the row functions; until then its
-// refusal belongs in this function, next to the fp8 one, so that the answer and the launch agree.
+// kernels run the emulator's row functions in PolicyArith, so every algorithm and every policy the
+// row functions model runs there as it runs on the CPU: kernel and framework models, fused or not,
+// every format and softmax form; the fp8 algorithms with the host's own quantization (prepare_fp8)
+// and the Fp8Dequant hook on the device. A policy field added to lib/numerics (a tensor-core
+// accumulation model, a quantized recipe) joins the device path by being ATTNDEV_HD and read
+// inside the row functions; until it is, its refusal belongs here (`return refuse("...")` with
+// the reason), so that the answer and the launch cannot disagree, and a run that names such a
+// variant is refused before anything runs, never run some other way.
 template <class Visit>
 Selection select_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& /*p*/,
                       const attention::Shape& /*shape*/, const attention::Options& /*options*/,
                       Visit&& visit) {
-  const auto refuse = [&](const std::string& why) {
-    return Selection{false, std::string(attention::algorithm_name(algorithm)) +
-                                " on the cuda backend: " + why};
-  };
+  using attention::Algorithm;
   switch (algorithm) {
-    case attention::Algorithm::baseline:
-      visit(FaithfulTag<attention::Algorithm::baseline>{});
+    case Algorithm::baseline:
+      visit(FaithfulTag<Algorithm::baseline>{});
       return {true, {}};
-    case attention::Algorithm::flash1:
-      visit(FaithfulTag<attention::Algorithm::flash1>{});
+    case Algorithm::flash1:
+      visit(FaithfulTag<Algorithm::flash1>{});
       return {true, {}};
-    case attention::Algorithm::flash2:
-      visit(FaithfulTag<attention::Algorithm::flash2>{});
+    case Algorithm::flash2:
+      visit(FaithfulTag<Algorithm::flash2>{});
       return {true, {}};
-    case attention::Algorithm::flash3_fp8:
-    case attention::Algorithm::flash3_fp8_per_tensor:
-    case attention::Algorithm::flash3_fp8_no_hadamard:
-    case attention::Algorithm::baseline_fp8:
-      return refuse(
-          "the fp8 algorithms' quantization and dequantization hook are not on the device "
-          "yet; run this variant with the cpu backend (--backend cpu)");
+    case Algorithm::flash3_fp8:
+      visit(FaithfulTag<Algorithm::flash3_fp8>{});
+      return {true, {}};
+    case Algorithm::flash3_fp8_per_tensor:
+      visit(FaithfulTag<Algorithm::flash3_fp8_per_tensor>{});
+      return {true, {}};
+    case Algorithm::flash3_fp8_no_hadamard:
+      visit(FaithfulTag<Algorithm::flash3_fp8_no_hadamard>{});
+      return {true, {}};
+    case Algorithm::baseline_fp8:
+      visit(FaithfulTag<Algorithm::baseline_fp8>{});
+      return {true, {}};
   }
-  return refuse("unknown algorithm");
+  return {false, std::string(attention::algorithm_name(algorithm)) +
+                     " on the cuda backend: unknown algorithm; run it with --backend cpu"};
 }
 
 inline Selection check_twin_supported(attention::Algorithm algorithm,

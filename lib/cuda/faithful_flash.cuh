@@ -22,6 +22,7 @@
 #include <cstddef>
 
 #include "attention/attention.hpp"
+#include "attention/fp8_dequant.hpp"
 #include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
@@ -50,6 +51,9 @@ struct Params {
   int* counts;      // (B, H, N_q) flash2's vector form: keys of one k-piece of a block's P V
   int batch, heads;
   rows::Params rows;  // geometry, tile, mask, scales, policy: attention::Problem::row_params()
+  // The fp8 algorithms: q, k, v above hold the e4m3 values, these their block scales (the host's
+  // prepare_fp8 made both; fp8_dequant.hpp reads them).
+  attention::fp8::ScaleView q_scale, k_scale, v_scale;
 };
 
 // The (N, d) operands of head (b, h) for the row functions.
@@ -60,19 +64,27 @@ ATTNDEV_HD inline rows::ScalarKernels<rows::PolicyArith> head_kernels(const Para
           p.v + head * p.rows.seq_kv * d, d};
 }
 
-ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
+// flash2's row function with a Dequant hook (NoDequant; the fp8 algorithms' Fp8Dequant), for the
+// algorithm A whose scratch the launcher allocated.
+template <class Dequant>
+ATTNDEV_HD void flash2_row_with(const Params& p, attention::Algorithm algorithm, int b, int h,
+                                int i, const Dequant& dequant) {
   using A = rows::PolicyArith;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
   const std::size_t row = head * p.rows.seq_q + i;
   const int d = p.rows.head_dim;
-  double* o_i = p.o + row * d;  // (d): the unnormalized accumulator, then O
-  double* s = p.scratch + row * scratch_per_row(attention::Algorithm::flash2, p.rows);  // (Bc)
+  double* o_i = p.o + row * d;                                       // (d): the accumulator, then O
+  double* s = p.scratch + row * scratch_per_row(algorithm, p.rows);  // (Bc)
   double* pv = s + p.rows.block_c;  // (d), block-local P V only (scratch_per_row)
   rows::OnlineSoftmax<A> softmax;
   int count = 0;
   const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv, p.counts + row};
-  rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), rows::NoDequant{},
-                    rows::RegisterState{}, p.rows, i, i + 1, work, o_i, p.lse + row);
+  rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), dequant, rows::RegisterState{}, p.rows,
+                    i, i + 1, work, o_i, p.lse + row);
+}
+
+ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
+  flash2_row_with(p, attention::Algorithm::flash2, b, h, i, rows::NoDequant{});
 }
 
 ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
@@ -91,13 +103,19 @@ ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
 }
 
 // The streamed baseline: its P V sums accumulate in the output row (double, the model's Value).
-ATTNDEV_HD inline void baseline_row(const Params& p, int b, int h, int i) {
+template <class Dequant>
+ATTNDEV_HD void baseline_row_with(const Params& p, int b, int h, int i, const Dequant& dequant) {
   using A = rows::PolicyArith;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
   const std::size_t row = head * p.rows.seq_q + i;
   double* o_i = p.o + row * p.rows.head_dim;  // (d)
-  rows::baseline_row_streamed(A{p.rows.policy}, head_kernels(p, head), rows::NoDequant{}, p.rows,
-                              i, o_i, o_i, p.lse + row);
+  rows::baseline_row_streamed(A{p.rows.policy}, head_kernels(p, head), dequant, p.rows, i, o_i, o_i,
+                              p.lse + row);
+}
+
+// The fp8 algorithms' hook for head (b, h).
+ATTNDEV_HD inline attention::detail::Fp8Dequant fp8_dequant(const Params& p, int b, int h) {
+  return {p.q_scale, p.k_scale, p.v_scale, b, h};
 }
 
 // Rows of the launch: one thread per (batch, head, query row), in that order.
@@ -118,8 +136,12 @@ ATTNDEV_HD void row_body(const Params& p, ThreadIndex t) {
     flash2_row(p, b, h, i);
   else if constexpr (A == attention::Algorithm::flash1)
     flash1_row(p, b, h, i);
-  else
-    baseline_row(p, b, h, i);
+  else if constexpr (A == attention::Algorithm::baseline)
+    baseline_row_with(p, b, h, i, rows::NoDequant{});
+  else if constexpr (A == attention::Algorithm::baseline_fp8)
+    baseline_row_with(p, b, h, i, fp8_dequant(p, b, h));
+  else  // flash3-fp8 and its ablations: flash2 on the e4m3 values (fp8_attention.cpp)
+    flash2_row_with(p, A, b, h, i, fp8_dequant(p, b, h));
 }
 
 #if defined(__CUDACC__)

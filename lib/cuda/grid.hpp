@@ -18,10 +18,10 @@ struct Extent3 {
 };
 
 struct ThreadIndex {
-  Extent3 block;       // blockIdx
-  Extent3 thread;      // threadIdx
-  Extent3 grid_dim;    // gridDim
-  Extent3 block_dim;   // blockDim
+  Extent3 block;      // blockIdx
+  Extent3 thread;     // threadIdx
+  Extent3 grid_dim;   // gridDim
+  Extent3 block_dim;  // blockDim
   // The x-linear index of this thread over the whole grid (64-bit: grids cover > 2^31 elements).
   ATTNDEV_HD std::size_t global_x() const {
     return static_cast<std::size_t>(block.x) * block_dim.x + thread.x;

@@ -11,8 +11,8 @@
 namespace attndev::cuda {
 
 attention::Inputs draw_inputs_on_device(const attention::Shape& shape,
-                                        const inputs::DistributionParams& dist,
-                                        std::uint64_t seed, numerics::Format format) {
+                                        const inputs::DistributionParams& dist, std::uint64_t seed,
+                                        numerics::Format format) {
   // make_inputs' checks, before any device call: the same shapes are refused on both sides.
   if (shape.batch < 1 || shape.heads < 1 || shape.seq_q < 1 || shape.seq_kv < 1 ||
       shape.head_dim < 1)

@@ -327,8 +327,8 @@ std::optional<std::vector<Evaluated>> evaluate_point(const Config& config, const
     if (tile_independent(variant)) {
       auto it = cache.shared.find(v);
       if (it == cache.shared.end())
-        it = cache.shared.emplace(v, evaluate(variant, point, cache, options, config.backend))
-                 .first;
+        it =
+            cache.shared.emplace(v, evaluate(variant, point, cache, options, config.backend)).first;
       results[v] = it->second;
     } else {
       results[v] = evaluate(variant, point, cache, options, config.backend);
@@ -436,8 +436,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   std::size_t done = report.already_done;
   if (options.on_progress) options.on_progress(done, report.shard_points);
   for (const auto& group : input_sets(pending)) {
-    InputSetCache cache = make_input_set_cache(*group.front(), options.threads,
-                                               work_root / group.front()->input_key, config.backend);
+    InputSetCache cache = make_input_set_cache(
+        *group.front(), options.threads, work_root / group.front()->input_key, config.backend);
     for (const Point* point : group) {
       const std::optional<std::vector<Evaluated>> results =
           evaluate_point(config, *point, cache, options);

@@ -14,8 +14,8 @@ namespace {
 // The callers' share of sample_at's contract: coordinates in range.
 void check_coordinate(TensorId tensor, int b, int h, int row, int col) {
   const auto t = static_cast<std::uint32_t>(tensor);
-  if (b < 0 || h < 0 || row < 0 || col < 0 ||
-      static_cast<std::uint32_t>(b) >= detail::kMaxBatch || t >= detail::kMaxTensor)
+  if (b < 0 || h < 0 || row < 0 || col < 0 || static_cast<std::uint32_t>(b) >= detail::kMaxBatch ||
+      t >= detail::kMaxTensor)
     throw std::invalid_argument("inputs: coordinate out of range (b=" + std::to_string(b) +
                                 ", h=" + std::to_string(h) + ", row=" + std::to_string(row) +
                                 ", col=" + std::to_string(col) + "); batch must be < 2^24");

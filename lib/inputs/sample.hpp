@@ -104,10 +104,10 @@ ATTNDEV_HD inline double log_positive(double x) {
   g = fma(g, s, 1.0 / 7.0);
   g = fma(g, s, 1.0 / 5.0);
   g = fma(g, s, 1.0 / 3.0);
-  const double two_f = 2.0 * f;                         // exact
-  const double log_m = fma(two_f * s, g, two_f);        // 2f + 2f^3 g(f^2)
-  const double ed = static_cast<double>(e);             // |e| <= 34: exact products below
-  const double hi = ed * 0x1.62e42feep-1;                // ln 2's high 32 bits: exact product
+  const double two_f = 2.0 * f;                             // exact
+  const double log_m = fma(two_f * s, g, two_f);            // 2f + 2f^3 g(f^2)
+  const double ed = static_cast<double>(e);                 // |e| <= 34: exact products below
+  const double hi = ed * 0x1.62e42feep-1;                   // ln 2's high 32 bits: exact product
   const double lo = fma(ed, 0x1.a39ef35793c76p-33, log_m);  // the rest of ln 2, plus ln m
   return hi + lo;
 }
@@ -145,8 +145,8 @@ ATTNDEV_HD inline double cos_quarter(double x) {
 // of it (4 w / 2^32 = q + r), and r folded to [0, 1/2] by cos(pi/2 r) = sin(pi/2 (1 - r)), so the
 // only rounding before the series is the one of x = r pi/2.
 ATTNDEV_HD inline double cos_turn(std::uint32_t w) {
-  const unsigned q = w >> 30;                                           // quadrant
-  const double r = static_cast<double>(w & 0x3fffffffu) * 0x1p-30;      // [0, 1), exact
+  const unsigned q = w >> 30;                                       // quadrant
+  const double r = static_cast<double>(w & 0x3fffffffu) * 0x1p-30;  // [0, 1), exact
   const bool fold = r > 0.5;
   const double x = (fold ? 1.0 - r : r) * 0x1.921fb54442d18p+0;  // pi/2; 1 - r exact
   // cos(pi/2 (q + r)) = cos(pi/2 r), -sin(pi/2 r), -cos(pi/2 r), sin(pi/2 r) for q = 0..3.

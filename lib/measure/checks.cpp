@@ -36,7 +36,8 @@ CheckResult bit_identical(std::span<const double> output, std::span<const double
   else if (c.mismatches == 0)
     std::snprintf(buf, sizeof buf, "%zu elements identical", c.compared);
   else
-    std::snprintf(buf, sizeof buf, "%zu of %zu elements differ; first at %zu: reference %.17g, got %.17g",
+    std::snprintf(buf, sizeof buf,
+                  "%zu of %zu elements differ; first at %zu: reference %.17g, got %.17g",
                   c.mismatches, c.compared, c.first_mismatch, c.reference_value, c.output_value);
   r.detail = buf;
   return r;

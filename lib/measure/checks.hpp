@@ -21,10 +21,10 @@
 namespace attndev::measure {
 
 struct CheckResult {
-  std::string rule;      // "bit_identical", "within_baseline_rule"
+  std::string rule;       // "bit_identical", "within_baseline_rule"
   bool compared = false;  // false: sizes differ or nothing to compare (never a pass)
   bool pass = false;
-  std::string detail;    // one line: the numbers the verdict rests on
+  std::string detail;  // one line: the numbers the verdict rests on
 };
 
 // Bit patterns, not values: -0 vs +0 and NaN payloads count as differences.

@@ -19,7 +19,7 @@ using namespace attndev::test;
 
 namespace {
 
-const char* kTiny = R"({
+const char* kBackendConfig = R"({
   "name": "cli-backend",
   "axes": {"seq_len": [24, 40], "head_dim": 8, "block_r": 8, "block_c": 8},
   "trials": 1,
@@ -60,7 +60,7 @@ void require_refused_before_anything(const Result& r, const fs::path& out_dir) {
 }  // namespace
 
 TEST_CASE("a cuda run without a device exits 2 before anything is written", "[cli][backend]") {
-  const fs::path cfg = write_config("cuda_backend", with_backend(kTiny, "cuda"));
+  const fs::path cfg = write_config("cuda_backend", with_backend(kBackendConfig, "cuda"));
   const fs::path dir = work_dir() / "cuda-run";
   const Result r = run_cli({"run", cfg.string(), "-o", dir.string()});
   if (r.code == 0) {  // a machine with a GPU: every part but the metrics ran there
@@ -74,7 +74,7 @@ TEST_CASE("a cuda run without a device exits 2 before anything is written", "[cl
   }
   require_refused_before_anything(r, dir);
   // --backend cuda on a cpu config is the same refusal; --backend cpu runs the cuda config here.
-  const fs::path cpu_cfg = write_config("cpu_backend", kTiny);
+  const fs::path cpu_cfg = write_config("cpu_backend", kBackendConfig);
   require_refused_before_anything(
       run_cli({"run", cpu_cfg.string(), "-o", dir.string(), "--backend", "cuda"}), dir);
   const Result cpu = run_cli({"run", cfg.string(), "-o", dir.string(), "--backend", "cpu"});
@@ -93,13 +93,13 @@ TEST_CASE("a cuda run without a device exits 2 before anything is written", "[cl
   CHECK_THAT(again.err, Catch::Contains("2 resumed"));
 }
 
-TEST_CASE("a run-level backend that is neither cpu nor cuda is a config error",
-          "[cli][backend]") {
-  const fs::path cfg = write_config("gpu_backend", with_backend(kTiny, "gpu"));
+TEST_CASE("a run-level backend that is neither cpu nor cuda is a config error", "[cli][backend]") {
+  const fs::path cfg = write_config("gpu_backend", with_backend(kBackendConfig, "gpu"));
   const Result r = run_cli({"validate", cfg.string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("backend: unknown run-level backend \"gpu\""));
-  const Result flag = run_cli({"run", write_config("b", kTiny).string(), "--backend", "tpu"});
+  const Result flag =
+      run_cli({"run", write_config("b", kBackendConfig).string(), "--backend", "tpu"});
   CHECK(flag.code == 2);
   CHECK_THAT(flag.err, Catch::Contains("--backend: unknown backend \"tpu\""));
 }
@@ -131,31 +131,35 @@ TEST_CASE("point and bench with --backend cuda exit 2 without a device, computin
 
 TEST_CASE("plan holds GPU work against --device-memory and refuses what cannot fit",
           "[cli][backend][plan]") {
-  const std::string config = std::string(ATTNDEV_SOURCE_DIR) + "/configs/examples/long-context.json";
-  // One head's S and P of the cuBLAS baseline take its whole 8 GiB budget from N = 65536 on.
-  const Result small = run_cli({"plan", config, "--no-estimate", "--device-memory", "8GiB"});
+  const std::string config =
+      std::string(ATTNDEV_SOURCE_DIR) + "/configs/examples/long-context.json";
+  // At N = 131072 the cuBLAS baseline's staged doubles, operands, output and one row of S and P
+  // (674 MiB) plus the 1 GiB reserve pass 1.5 GiB; every part at N = 65536 fits.
+  const Result small = run_cli({"plan", config, "--no-estimate", "--device-memory", "1.5GiB"});
   INFO(small.err);
   CHECK(small.code == 2);
   CHECK_THAT(small.out, Catch::Contains("device memory: "));
-  CHECK_THAT(small.out, Catch::Contains("points that cannot fit in device memory (2):"));
+  CHECK_THAT(small.out, Catch::Contains("points that cannot fit in device memory (1):"));
   CHECK_THAT(small.out, Catch::Contains("cublas-baseline-"));
-  CHECK_THAT(small.err, Catch::Contains("2 point(s) cannot fit in the device memory of "
-                                        "--device-memory 8GiB"));
+  CHECK_THAT(small.out, Catch::Contains("seq_len=131072"));
+  CHECK_THAT(small.err, Catch::Contains("1 point(s) cannot fit in the device memory of "
+                                        "--device-memory 1.5GiB"));
   const Result big = run_cli({"plan", config, "--no-estimate", "--device-memory", "80GiB"});
   CHECK(big.code == 0);
   CHECK_THAT(big.out, Catch::Contains("; --device-memory 80GiB has 80.0 GiB"));
   const Result json_plan =
-      run_cli({"plan", config, "--no-estimate", "--device-memory", "8GiB", "--json"});
+      run_cli({"plan", config, "--no-estimate", "--device-memory", "1.5GiB", "--json"});
   CHECK(json_plan.code == 2);
   const json j = json::parse(json_plan.out);
   CHECK(j["backend"] == "cuda");
-  CHECK(j["device_memory"]["misfits_total"] == 2);
-  CHECK(j["device_memory"]["device_bytes"] == 8ull << 30);
+  CHECK(j["device_memory"]["misfits_total"] == 1);
+  CHECK(j["device_memory"]["device_bytes"] == 3ull << 29);
   const Result bad = run_cli({"plan", config, "--no-estimate", "--device-memory", "80 furlongs"});
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--device-memory: \"80 furlongs\" is not a size"));
   // A cpu plan of a config without cuda variants has no device part at all.
-  const Result cpu = run_cli({"plan", write_config("plan_cpu", kTiny).string(), "--no-estimate"});
+  const Result cpu =
+      run_cli({"plan", write_config("plan_cpu", kBackendConfig).string(), "--no-estimate"});
   CHECK(cpu.code == 0);
   CHECK_THAT(cpu.out, !Catch::Contains("device memory"));
 }

@@ -215,9 +215,8 @@ TEST_CASE("the run-level cuda backend: inputs, golden and twins equal the CPU's"
   for (bool causal : {false, true}) {
     attention::Options o;
     o.causal = causal;
-    const attention::Inputs in = inputs::make_inputs({1, 2, 301, 517, 64},
-                                                     inputs::Distribution::normal(0, 1), seed++,
-                                                     numerics::Format::bf16);
+    const attention::Inputs in = inputs::make_inputs(
+        {1, 2, 301, 517, 64}, inputs::Distribution::normal(0, 1), seed++, numerics::Format::bf16);
     const cuda::CudaRunResult dev = cuda::golden_on_device(in, o);
     REQUIRE(dev.status == cuda::RunStatus::ok);
     CHECK(measure::bit_identical(dev.output.o.data, attention::golden(in, o).o.data).pass);

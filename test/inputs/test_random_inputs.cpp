@@ -260,8 +260,8 @@ TEST_CASE("the generator's own log and cos are within a few ulps of long double"
     for (std::uint32_t x : {w[0], w[1], i, i << 16, 0x40000000u + i, 0x80000000u - i}) {
       const double u = inputs::detail::open_unit(x);
       const double log_ref = static_cast<double>(std::log(static_cast<long double>(u)));
-      if (log_ref != 0) worst_log = std::max(worst_log, ulps_apart(inputs::detail::log_positive(u),
-                                                                   log_ref));
+      if (log_ref != 0)
+        worst_log = std::max(worst_log, ulps_apart(inputs::detail::log_positive(u), log_ref));
       const long double turn = static_cast<long double>(x) * 0x1p-32L;
       const double cos_ref =
           static_cast<double>(std::cos(2.0L * 3.141592653589793238462643383279503L * turn));
@@ -298,11 +298,12 @@ TEST_CASE("samples differ from glibc's Box-Muller in the last bits only", "[inpu
     differ_fp16 += numerics::round_to(numerics::Format::fp16, ours) !=
                    numerics::round_to(numerics::Format::fp16, libm);
   }
-  std::printf("own vs glibc Box-Muller over %d draws: %d differ as doubles (worst %.3g relative), "
-              "%d in fp32, %d in fp16, %d in bf16\n",
-              n, differ_f64, worst, differ_f32, differ_fp16, differ_bf16);
+  std::printf(
+      "own vs glibc Box-Muller over %d draws: %d differ as doubles (worst %.3g relative), "
+      "%d in fp32, %d in fp16, %d in bf16\n",
+      n, differ_f64, worst, differ_f32, differ_fp16, differ_bf16);
   CHECK(worst < 1e-14);             // a few ulps
-  CHECK(differ_f64 < n);          // they are different functions...
+  CHECK(differ_f64 < n);            // they are different functions...
   CHECK(differ_f32 <= n / 100000);  // ...that a 24-bit rounding almost never tells apart
   CHECK(differ_bf16 <= differ_f32);
 }

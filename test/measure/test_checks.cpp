@@ -25,8 +25,7 @@ measure::Golden golden_of_values(const std::vector<double>& o) {
 
 }  // namespace
 
-TEST_CASE("measure checks: bit_identical tells -0 from +0 and counts every mismatch",
-          "[measure]") {
+TEST_CASE("measure checks: bit_identical tells -0 from +0 and counts every mismatch", "[measure]") {
   const std::vector<double> ref = {1.0, 0.0, -2.5, 3.0};
   CHECK(measure::bit_identical(ref, ref).pass);
   CHECK(measure::bit_identical(ref, ref).detail == "4 elements identical");
@@ -50,9 +49,10 @@ TEST_CASE("measure checks: bit_identical tells -0 from +0 and counts every misma
   CHECK_FALSE(measure::bit_identical(std::vector<double>{}, std::vector<double>{}).pass);
 }
 
-TEST_CASE("measure checks: the baseline rule is 2x the baseline's max_abs plus one unit "
-          "roundoff at the golden's scale",
-          "[measure]") {
+TEST_CASE(
+    "measure checks: the baseline rule is 2x the baseline's max_abs plus one unit "
+    "roundoff at the golden's scale",
+    "[measure]") {
   // Golden scale 4 (the inf is left out of the scale); bf16's unit roundoff is 2^-8, so the
   // floor is 4 * 2^-8 = 2^-6.
   const std::vector<double> gold = {1.0, -4.0, 2.0, 0.5};

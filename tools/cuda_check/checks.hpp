@@ -119,14 +119,33 @@ struct TwinCase {
 inline const std::vector<TwinCase>& twin_cases() {
   using inputs::Distribution;
   static const std::vector<TwinCase> kCases = {
-      {"odd N, Bc not dividing N, causal", {2, 1, 75, 75, 16}, 16, 32, true,
-       attention::ScalePlacement::scores, Distribution::normal(0.0, 1.0)},
-      {"N_q > N_kv causal: fully masked rows, 5x7 tiles", {1, 2, 113, 40, 8}, 5, 7, true,
-       attention::ScalePlacement::scores, Distribution::uniform(-2.0, 1.0)},
-      {"N_q < N_kv, odd d, scale in Q", {1, 1, 33, 130, 33}, 64, 48, false,
+      {"odd N, Bc not dividing N, causal",
+       {2, 1, 75, 75, 16},
+       16,
+       32,
+       true,
+       attention::ScalePlacement::scores,
+       Distribution::normal(0.0, 1.0)},
+      {"N_q > N_kv causal: fully masked rows, 5x7 tiles",
+       {1, 2, 113, 40, 8},
+       5,
+       7,
+       true,
+       attention::ScalePlacement::scores,
+       Distribution::uniform(-2.0, 1.0)},
+      {"N_q < N_kv, odd d, scale in Q",
+       {1, 1, 33, 130, 33},
+       64,
+       48,
+       false,
        attention::ScalePlacement::query,
        Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.05}},
-      {"tiny, tiles of 1", {2, 2, 7, 1, 3}, 1, 1, true, attention::ScalePlacement::scores,
+      {"tiny, tiles of 1",
+       {2, 2, 7, 1, 3},
+       1,
+       1,
+       true,
+       attention::ScalePlacement::scores,
        Distribution::normal(0.5, 2.0)},
   };
   return kCases;
@@ -153,14 +172,16 @@ inline std::vector<NamedPolicy> twin_policies() {
 // The distributions and formats the input kernel is checked on.
 inline std::vector<inputs::Distribution> input_distributions() {
   using inputs::Distribution;
-  return {Distribution::normal(0.0, 1.0), Distribution::normal(0.5, 2.0),
-          Distribution::uniform(-3.0, 1.0), Distribution::uniform(0.0, 1.0),
+  return {Distribution::normal(0.0, 1.0),
+          Distribution::normal(0.5, 2.0),
+          Distribution::uniform(-3.0, 1.0),
+          Distribution::uniform(0.0, 1.0),
           Distribution{Distribution::Kind::outlier, 0, 1, 10.0, 0.01},
           Distribution{Distribution::Kind::outlier, 0, 1, 1000.0, 0.5}};
 }
 inline constexpr numerics::Format kInputFormats[] = {
-    numerics::Format::bf16, numerics::Format::fp16,     numerics::Format::fp32,
-    numerics::Format::tf32, numerics::Format::fp64,     numerics::Format::fp8_e4m3,
+    numerics::Format::bf16,    numerics::Format::fp16, numerics::Format::fp32,
+    numerics::Format::tf32,    numerics::Format::fp64, numerics::Format::fp8_e4m3,
     numerics::Format::fp8_e5m2};
 
 // Bit for bit, through lib/measure's named check (-0 vs +0 and NaN payloads differ).

@@ -56,15 +56,15 @@ void check_inputs(Tally& t) {
     for (const inputs::Distribution& d : input_distributions())
       for (numerics::Format f : kInputFormats) {
         const std::string what = d.describe() + " " + numerics::format_name(f) + " " +
-                                  shape_text(s) + " seed=" + std::to_string(seed);
+                                 shape_text(s) + " seed=" + std::to_string(seed);
         try {
           const attention::Inputs dev = cuda::draw_inputs_on_device(s, d.params(), seed, f);
           const attention::Inputs cpu = inputs::make_inputs(s, d, seed, f);
           bool pass = true;
           std::string detail;
-          for (const auto& [name, a, b] : {std::tuple{"Q", &dev.q, &cpu.q},
-                                           std::tuple{"K", &dev.k, &cpu.k},
-                                           std::tuple{"V", &dev.v, &cpu.v}}) {
+          for (const auto& [name, a, b] :
+               {std::tuple{"Q", &dev.q, &cpu.q}, std::tuple{"K", &dev.k, &cpu.k},
+                std::tuple{"V", &dev.v, &cpu.v}}) {
             const measure::CheckResult c = measure::bit_identical(a->data, b->data);
             pass = pass && c.pass;
             detail += std::string(detail.empty() ? "" : "; ") + name + " " + c.detail;
@@ -96,7 +96,8 @@ void check_golden(Tally& t, int golden_n) {
     o.causal = g.causal;
     const std::string what = shape_text(g.shape) + (g.causal ? " causal " : " ") +
                              g.dist.describe() + " seed=" + std::to_string(seed);
-    const attention::Inputs in = inputs::make_inputs(g.shape, g.dist, seed++, numerics::Format::bf16);
+    const attention::Inputs in =
+        inputs::make_inputs(g.shape, g.dist, seed++, numerics::Format::bf16);
     const cuda::CudaRunResult dev = cuda::golden_on_device(in, o);
     if (dev.status != cuda::RunStatus::ok) {
       t.not_run("golden", what, dev.status_text());
@@ -115,6 +116,19 @@ void check_golden(Tally& t, int golden_n) {
   }
 }
 
+void check_twin(Tally& t, attention::Algorithm a, const numerics::PrecisionPolicy& policy,
+                const attention::Inputs& in, const attention::Options& options,
+                const std::string& what) {
+  const cuda::CudaRunResult dev = cuda::run_twin(a, policy, in, options);
+  if (dev.status != cuda::RunStatus::ok) {
+    t.not_run("twin", what, dev.status_text());
+    return;
+  }
+  const attention::Output cpu = attention::run(a, policy, in, options);
+  const measure::CheckResult bits = measure::bit_identical(dev.output.o.data, cpu.o.data);
+  t.line(bits.pass, "twin", what, bits.detail);
+}
+
 void check_twins(Tally& t) {
   std::uint64_t seed = 1000;
   for (const NamedPolicy& named : twin_policies())
@@ -125,15 +139,22 @@ void check_twins(Tally& t) {
                                  " | " + c.name + " seed=" + std::to_string(seed);
         const attention::Inputs in =
             inputs::make_inputs(c.shape, c.dist, seed++, named.policy.input);
-        const cuda::CudaRunResult dev = cuda::run_twin(a, named.policy, in, c.options());
-        if (dev.status != cuda::RunStatus::ok) {
-          t.not_run("twin", what, dev.status_text());
-          continue;
-        }
-        const attention::Output cpu = attention::run(a, named.policy, in, c.options());
-        const measure::CheckResult bits = measure::bit_identical(dev.output.o.data, cpu.o.data);
-        t.line(bits.pass, "twin", what, bits.detail);
+        check_twin(t, a, named.policy, in, c.options(), what);
       }
+  // The fp8 algorithms on FA-3's inputs (fp16 before quantization), where d is a power of two
+  // (the Hadamard rotation needs one).
+  numerics::PrecisionPolicy e4m3 = numerics::find_preset("fp8-e4m3")->policy;
+  e4m3.input = numerics::Format::fp16;
+  for (const TwinCase& c : twin_cases()) {
+    if ((c.shape.head_dim & (c.shape.head_dim - 1)) != 0) continue;
+    for (attention::Algorithm a : attention::kFp8Algorithms) {
+      const std::string what = std::string(attention::algorithm_name(a)) +
+                               " fp8-e4m3 (fp16 inputs) | " + c.name +
+                               " seed=" + std::to_string(seed);
+      const attention::Inputs in = inputs::make_inputs(c.shape, c.dist, seed++, e4m3.input);
+      check_twin(t, a, e4m3, in, c.options(), what);
+    }
+  }
 }
 
 }  // namespace

@@ -41,8 +41,9 @@ std::string cuda_backend_missing() {
   if (cuda::cuda_available(why)) return {};
   return "the cuda backend needs a CUDA device (sm_80 or newer), and " + why + kHowToRunOnCpu;
 #else
-  return std::string("the cuda backend needs attndev built with CUDA (nvcc found at configure "
-                     "time) and a GPU; this build has no CUDA backend") +
+  return std::string(
+             "the cuda backend needs attndev built with CUDA (nvcc found at configure "
+             "time) and a GPU; this build has no CUDA backend") +
          kHowToRunOnCpu;
 #endif
 }
@@ -60,8 +61,9 @@ void require_device_memory(const Config& config, const Plan& plan, std::size_t s
   const std::vector<DeviceMisfit> misfits = device_misfits(
       config, plan, device.global_memory_bytes, shard_index, shard_count, /*limit=*/3, more);
   if (misfits.empty()) return;
-  std::string text = std::to_string(misfits.size() + more) + " point(s) cannot fit in the memory of " +
-                     device.describe() + ", " + io::format_bytes(device.global_memory_bytes) + ":";
+  std::string text = std::to_string(misfits.size() + more) +
+                     " point(s) cannot fit in the memory of " + device.describe() + ", " +
+                     io::format_bytes(device.global_memory_bytes) + ":";
   for (const DeviceMisfit& m : misfits)
     text += "\n  " + m.point->describe() + ": needs " + io::format_bytes(m.bytes) + " (" +
             m.part.name + " " + io::format_bytes(m.part.bytes) + " + " +

@@ -50,9 +50,9 @@ constexpr long long kMaxExtent = 1 << 20;
 constexpr long long kMaxBatchHeads = 1 << 16;
 constexpr std::size_t kMaxTrials = 1 << 20;
 
-constexpr std::string_view kTopKeys[] = {"name",      "description", "axes",  "zip",
-                                         "constraints", "trials",    "variants", "metrics",
-                                         "reference",   "dump",      "setup",    "backend"};
+constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
+                                         "constraints", "trials",      "variants", "metrics",
+                                         "reference",   "dump",        "setup",    "backend"};
 constexpr std::string_view kVariantKeys[] = {"name",      "algorithm", "policy",
                                              "backend",   "baseline",  "ratio_to",
                                              "reference", "block_r",   "block_c"};

@@ -45,6 +45,9 @@ std::uint64_t twin_bytes(attention::Algorithm a, const numerics::PrecisionPolicy
   const std::uint64_t per_row =
       static_cast<std::uint64_t>(std::max(cuda::faithful::scratch_per_row(a, rp), 1));
   std::uint64_t bytes = sat_add(staged_bytes(s), sat_mul(8, sat_mul(rows_of(s), per_row)));
+  // The fp8 algorithms upload their quantized Q, K, V beside the staged ones, and the scales (at
+  // most one per row).
+  if (attention::is_fp8_algorithm(a)) bytes = sat_add(bytes, sat_mul(2, inputs_bytes(s)));
   return sat_add(bytes, sat_mul(4, rows_of(s)));
 }
 
@@ -80,8 +83,9 @@ struct Chosen {
 };
 
 // A kernel's own copies on top of the staged doubles. flash2-tc: Q, K, V, O in bf16/fp16 and an
-// fp32 lse. cuBLAS baseline: the operands, the fp32/fp64 P V output, and S and P for as many query
-// rows as fit in its budget of at most 8 GiB (baseline_cublas.cu), at least one row.
+// fp32 lse. cuBLAS baseline: the operands, the fp32/fp64 P V output, and S and P of one query row,
+// the least it runs with: it takes slices of as many rows as fit in half the free memory, at most
+// 8 GiB (baseline_cublas.cu), so it fits wherever one row does, and uses up to that much more.
 std::uint64_t kernel_bytes(const Variant& v, const attention::Shape& s,
                            const attention::Options& options) {
   cuda::Kernel kernel = cuda::Kernel::flash2;
@@ -100,18 +104,15 @@ std::uint64_t kernel_bytes(const Variant& v, const attention::Shape& s,
     case Chosen::none:
       return 0;
     case Chosen::tensor_core:
-      return sat_add(staged_bytes(s),
-                     sat_add(sat_mul(2, sat_add(sat_mul(2, q), sat_mul(2, kv))),
-                             sat_mul(4, rows_of(s))));
+      return sat_add(staged_bytes(s), sat_add(sat_mul(2, sat_add(sat_mul(2, q), sat_mul(2, kv))),
+                                              sat_mul(4, rows_of(s))));
     case Chosen::faithful:
       return twin_bytes(v.algorithm, v.policy, s, options);
     case Chosen::cublas: {
       const std::uint64_t op = element_bytes(chosen.element), acc = op == 8 ? 8 : 4;
       const std::uint64_t row = sat_mul(static_cast<std::uint64_t>(s.seq_kv), sat_add(op, acc));
-      const std::uint64_t all_rows = sat_mul(rows_of(s), row);
-      const std::uint64_t scores = std::max(row, std::min(all_rows, std::uint64_t{8} << 30));
       return sat_add(sat_add(staged_bytes(s), sat_mul(op, sat_add(q, sat_mul(2, kv)))),
-                     sat_add(sat_mul(acc, q), scores));
+                     sat_add(sat_mul(acc, q), row));
     }
   }
   return 0;
@@ -126,8 +127,8 @@ std::vector<DevicePart> device_parts(const Config& config, const Point& point) {
   const bool run_on_device = config.backend == Backend::cuda;
   if (run_on_device) {
     if (!point.axes.from_file()) parts.push_back({"inputs", inputs_bytes(s)});
-    parts.push_back({"golden", twin_bytes(attention::Algorithm::baseline, numerics::kGoldenPolicy,
-                                          s, base)});
+    parts.push_back(
+        {"golden", twin_bytes(attention::Algorithm::baseline, numerics::kGoldenPolicy, s, base)});
   }
   for (const Variant& v : config.variants) {
     attention::Options o = base;
