@@ -1,41 +1,114 @@
 #!/usr/bin/env bash
-# The second compiler. GPU nodes build with g++ 13 or newer, whose C++20 rules (rewritten
-# comparison operators, stricter template lookup) reject code that GCC 12 accepts; Debian 12's
-# clang-19 implements the same rules, so CI catches such breaks here instead of on a GPU node.
-#   1. every target (libraries, the app, tools, tests, and the host side of the CUDA code with
-#      clang-19 as nvcc's host compiler, sm_90) in build/clang, warnings as errors
-#      (CMakeLists.txt, ATTNDEV_WERROR); without -march=native, so it is also the portable build;
-#   2. the unit tests of the numeric core in that build (rounding, the emulator, the measurement
-#      path, metrics): a compiler that changed one rounding would fail them;
-#   3. configs/quickstart.json through both binaries (GCC 12 -march=native from build/release, and
-#      this one): every column of results.csv but the timings must be identical.
-# Called by scripts/test.sh after the release suite (build/release must exist).
-# Usage: scripts/clang-check.sh
+# The second compiler, and the GPU node's build, in one build (build/clang):
+#   clang-19  GPU nodes build with g++ 13 or newer, whose C++20 rules (rewritten comparison
+#             operators, stricter template lookup) reject code GCC 12 accepts; Debian 12's
+#             clang-19 implements the same rules, so CI catches such breaks here. Every target,
+#             warnings as errors (CMakeLists.txt, ATTNDEV_WERROR), clang++-19 also as nvcc's host
+#             compiler, sm_90, without -march=native (so this is also the portable build).
+#   bundle    a GPU node has no Debian packages and no network: it builds from the working tree
+#             plus the header-only dependency bundle of scripts/gpu-bundle.sh (docs/cuda.md). This
+#             build uses the bundle alone, the system's package prefixes hidden from find_package,
+#             and checks that every header any object was compiled from resolved inside the tree,
+#             the bundle, the CUDA toolkit or the compiler's and C library's own headers (ninja's
+#             dependency log), and that no binary links a system copy of a bundled library.
+# Then, in that build: the numeric core's unit tests and the host-side CUDA tests (at the smoke
+# scale of test/test_scale.hpp: this build exists to find compiler and dependency faults, the
+# GCC build runs the full counts), and configs/quickstart.json through both binaries (GCC 12
+# -march=native from build/release, and this one): every column of results.csv but the timings
+# must be identical. Called by scripts/test.sh after the GCC build (build/release must exist).
+# Without clang++-19 or nvcc it fails: this is the only place either is tried before a GPU node.
+# Usage: scripts/clang-check.sh        Environment: ATTNDEV_JOBS.
 set -euo pipefail
 trap 'echo "clang-check: FAILED (line $LINENO: $BASH_COMMAND)" >&2' ERR
 cd "$(dirname "$0")/.."
+root="$PWD"
+build=build/clang
+bundle="$build/gpu-bundle"
 jobs="${ATTNDEV_JOBS:-$(nproc)}"
-command -v clang++-19 >/dev/null || {
-  echo "clang-check: clang++-19 not found: run scripts/setup.sh test" >&2
-  exit 1
-}
-gcc_bin=build/release/apps/attndev/attndev
-[[ -x "$gcc_bin" ]] || {
-  echo "clang-check: $gcc_bin missing: build the release preset first (scripts/build.sh)" >&2
+
+die() {
+  echo "clang-check: FAILED: $*" >&2
   exit 1
 }
 
-cmake --preset clang >/dev/null
+command -v clang++-19 >/dev/null || die "clang++-19 not found: run scripts/setup.sh test"
+gcc_bin=build/release/apps/attndev/attndev
+[[ -x "$gcc_bin" ]] || die "$gcc_bin missing: build the release preset first (scripts/build.sh)"
+nvcc_bin="$(command -v nvcc || true)"
+[[ -n "$nvcc_bin" || ! -x /usr/local/cuda/bin/nvcc ]] || nvcc_bin=/usr/local/cuda/bin/nvcc
+[[ -n "$nvcc_bin" ]] || die "no nvcc (on PATH or /usr/local/cuda/bin): the GPU build cannot be proven"
+cuda_root="$(cd "$(dirname "$(readlink -f "$nvcc_bin")")/.." && pwd)"
+
+mkdir -p "$build"
+scripts/gpu-bundle.sh "$bundle" >/dev/null
+
+# The preset "clang" (clang++-19, sm_90, no -march=native, smoke scale) with the bundle alone.
+cmake --preset clang -DATTNDEV_BUNDLED_DEPS=ON "-DATTNDEV_BUNDLE_DIR=$root/$bundle" \
+  "-DCMAKE_CUDA_COMPILER=$nvcc_bin" -DATTNDEV_CUDA=ON -DBUILD_TESTING=ON \
+  "-DCMAKE_IGNORE_PREFIX_PATH=/usr;/usr/local" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+  >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; die "configure"; }
+grep -q "attndev: CUDA backend ON" "$build/configure.log" || die "the CUDA backend was not enabled"
+for pkg in CLI11 nlohmann_json spdlog Eigen3 Catch2; do
+  dir="$(sed -n "s/^${pkg}_DIR:[A-Z]*=//p" "$build/CMakeCache.txt")"
+  [[ "$(readlink -f "$dir")" == "$(readlink -f "$bundle")"/* ]] ||
+    die "$pkg was found in '$dir', not in the bundle"
+done
+
 cmake --build --preset clang -j "$jobs"
 
-ctest --test-dir build/clang --output-on-failure --timeout 300 -j "$jobs" \
-  -L '^(numerics|attention|measure|metrics|inputs)$'
+# Headers: each path ninja recorded must be inside an allowed root, or owned by one of the
+# toolchain's own packages (compiler, C++ standard library, C library, kernel headers).
+bundle_real="$(readlink -f "$bundle")"
+(cd "$build" && ninja -t deps | awk '/^    / { print $1 }' | sort -u | xargs -d '\n' realpath -e) |
+  sort -u >"$build/headers.txt"
+[[ -s "$build/headers.txt" ]] || die "ninja recorded no header dependencies"
+outside=()
+while IFS= read -r f; do
+  case "$f" in
+    "$bundle_real"/*) ;;
+    "$root"/*) [[ "$f" != "$root"/build/* || "$f" == "$(readlink -f "$build")"/* ]] ||
+      outside+=("$f") ;;
+    "$cuda_root"/*) ;;
+    *) outside+=("$f") ;;
+  esac
+done <"$build/headers.txt"
+bad=()
+if [[ ${#outside[@]} -gt 0 ]]; then
+  while IFS= read -r line; do
+    pkg="${line%%: *}"
+    file="${line#*: }"
+    case "$pkg" in
+      libc6-dev* | linux-libc-dev* | libstdc++-*-dev* | libgcc-*-dev* | gcc-* | libclang-common-19-dev* | \
+        clang-19* | libllvm19*) ;;
+      *) bad+=("$file ($pkg)") ;;
+    esac
+  done < <(dpkg -S "${outside[@]}" 2>&1 | sed 's/^dpkg-query: no path found matching pattern /(no package): /')
+fi
+if [[ ${#bad[@]} -gt 0 ]]; then
+  printf '  %s\n' "${bad[@]}" >&2
+  die "${#bad[@]} headers resolved outside the bundle, the tree, the toolkit and the toolchain"
+fi
+echo "clang-check: $(wc -l <"$build/headers.txt") headers, all inside the tree, the bundle," \
+  "the CUDA toolkit or the toolchain (${#outside[@]} from the compiler and C library)"
+
+# Binaries: no system copy of a bundled library may be linked.
+while read -r kind name path; do
+  [[ "$kind" == lib ]] && continue
+  if readelf -d "$path" | grep -E 'NEEDED.*(fmt|spdlog|Catch2|CLI11)'; then
+    die "$name links a system library that the bundle replaces"
+  fi
+done <"$build/gpu-check-targets.txt"
+
+# The numeric core and the host-side CUDA tests (cuda_gpu_kernels needs a device).
+ctest --test-dir "$build" --output-on-failure --timeout 300 -j "$jobs" --no-tests=error \
+  -L '^(numerics|attention|measure|metrics|inputs|cuda)$' -E '^cuda_gpu_kernels$'
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for compiler in gcc clang; do
   bin=$gcc_bin
-  [[ $compiler == clang ]] && bin=build/clang/apps/attndev/attndev
+  [[ $compiler == clang ]] && bin=$build/apps/attndev/attndev
   "$bin" -q run configs/quickstart.json -o "$work/$compiler" >/dev/null
 done
 python3 - "$work/gcc/results.csv" "$work/clang/results.csv" <<'PY'

@@ -13,8 +13,9 @@
 #      lines ("PASS|FAIL|INFO <check>: <detail>") on the terminal and in summary.txt, its logs in
 #      OUT_DIR/<group>/, all of it tarred into OUT_DIR/<group>.tar.gz.
 # Groups (scripts/gpu-check/*.sh; --list prints them): cuda-tests, kernels, throughput,
-# torch-cuda, golden-inputs, device-twins, bench-point, long-context, cpu-paths, and any other
-# script there (a group's interface is written at the top of scripts/gpu-check/_common.bash).
+# torch-cuda, golden-inputs, device-twins, bench-point, long-context, cpu-paths, and every other
+# script there (the twin groups tc-mma, exp2-table, fixtures, twins; a group's interface is
+# written at the top of scripts/gpu-check/_common.bash).
 # Exit status 0 only when every selected group passed; otherwise non-zero, and the summary names
 # the failed checks.
 #
@@ -302,14 +303,17 @@ for g in "${selected[@]}"; do
   CTEST="$ctest_bin" NVCC="$nvcc_bin" JOBS="$jobs" timeout --kill-after=10 "$group_timeout" \
     bash "$groups_dir/$g.sh" "$build" "$gout" 2>"$gout/group.log" | tee "$gout/checks.txt"
   rc=${PIPESTATUS[0]}
-  grep -E '^(PASS|FAIL|INFO|SKIP)' "$gout/checks.txt" | sed "s/^/  [$g] /" >>"$summary"
+  # Summary lines: "PASS|FAIL|INFO|SKIP <check>: ..." (_common.bash), or "<group>: PASS|FAIL ..."
+  # (the twin groups' form).
+  grep -E '^(PASS|FAIL|INFO|SKIP)\b|^[A-Za-z0-9_-]+: .*\b(PASS|FAIL)\b' "$gout/checks.txt" |
+    sed "s/^/  [$g] /" >>"$summary"
   case "$rc" in
     0) verdict=PASS ;;
     77) verdict=SKIP ;;
     124|137) verdict="FAIL(timed out after $group_timeout s)" ;;
     *) verdict="FAIL(rc=$rc)" ;;
   esac
-  if [[ $rc -eq 0 ]] && grep -qE '^(FAIL|SKIP)' "$gout/checks.txt"; then
+  if [[ $rc -eq 0 ]] && grep -qE '^(FAIL|SKIP)\b|^[A-Za-z0-9_-]+: FAIL\b' "$gout/checks.txt"; then
     verdict="FAIL(a FAIL line with exit status 0)"  # the lines are read, whatever the status said
   fi
   record "group $g" "$verdict" "($((SECONDS - start)) s, $g.tar.gz)"

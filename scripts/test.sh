@@ -1,38 +1,107 @@
 #!/usr/bin/env bash
-# Set-up + configure + build + the whole test suite. `.ci/run` calls this.
-# GPU tests report SKIPPED (not passed) on a machine without a CUDA device.
+# Set-up + every build + the whole test suite: what `.ci/run` runs on a clean clone. Each compiler
+# compiles the sources once (docs/development.md, "Tests", has each step's measured time):
+#   GCC 12    build/release: every target, CUDA (sm_80, sm_90) with GCC as nvcc's host compiler,
+#             and the Python module in place; ctest runs everything in it (GPU tests SKIP without
+#             a device); then `pip install .` as a packaging check, whose compiles the compiler
+#             cache serves from this build's (same flags)
+#   clang-19  build/clang: every target against the GPU node's dependency bundle, sm_90, warnings
+#             as errors (scripts/clang-check.sh)
+#   clang 14  build/sanitize: ASan + UBSan + libFuzzer coverage; the sanitizer suite
+#             (scripts/sanitize.sh) and the fuzz targets (scripts/fuzz.sh) link from it
+# At the end a table of each step's wall time; a run over 45 minutes is warned about (CI's limit
+# is 90). Environment: ATTNDEV_JOBS (parallelism), ATTNDEV_SANITIZE_TESTS=0 and
+# ATTNDEV_FUZZ_SECONDS=0 (leave those steps out of a quick local run), CCACHE_DISABLE=1 (compile
+# without the cache).
+# Usage: scripts/test.sh [ctest arguments]   with arguments: the GCC build and its ctest alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh release
+budget_s=$((45 * 60))
+
+step_names=()
+step_seconds=()
+step_outcomes=()
+run_start=$SECONDS
+# step NAME COMMAND...: runs COMMAND as one step of the table; its failure ends the run (set -e).
+step() {
+  local name="$1" start=$SECONDS status=0
+  shift
+  echo "== test.sh: $name" >&2
+  "$@" || status=$?
+  step_names+=("$name")
+  step_seconds+=($((SECONDS - start)))
+  case "$status" in
+    0) step_outcomes+=(ok) ;;
+    77) step_outcomes+=("SKIPPED (exit 77)") ;;
+    *) step_outcomes+=("FAILED (exit $status)") ;;
+  esac
+  return "$status"
+}
+skip_step() {  # skip_step NAME WHY
+  step_names+=("$1")
+  step_seconds+=(0)
+  step_outcomes+=("left out: $2")
+}
+summary() {
+  local status=$? total=$((SECONDS - run_start)) i
+  {
+    echo
+    echo "test.sh: step times (wall clock, $(nproc) cores)"
+    printf '  %-44s %8s  %s\n' step seconds outcome
+    for i in "${!step_names[@]}"; do
+      printf '  %-44s %8s  %s\n' "${step_names[$i]}" "${step_seconds[$i]}" "${step_outcomes[$i]}"
+    done
+    printf '  %-44s %8s  %s\n' total "$total" "$([ "$status" = 0 ] && echo passed || echo FAILED)"
+    if [ "$total" -gt "$budget_s" ]; then
+      echo "test.sh: WARNING: the run took $((total / 60)) min, over its budget of" \
+           "$((budget_s / 60)) min (CI stops at 90): find the step that grew (docs/development.md)"
+    fi
+  } >&2
+}
+trap summary EXIT
+
+step "set-up (scripts/setup.sh)" scripts/setup.sh
+python=OFF
+venv_status=0
+step "python environment (scripts/python-venv.sh)" scripts/python-venv.sh >/dev/null ||
+  venv_status=$?
+# Only PyPI out of reach (77) lets the run go on: the module is then not built, and ctest's
+# python_package entry says SKIPPED with the reason. Any other failure has ended the run.
+if [ "$venv_status" = 0 ]; then
+  python=ON
+elif [ "$venv_status" != 77 ]; then
+  exit "$venv_status"
+fi
+step "GCC 12 build (build/release)" env ATTNDEV_PYTHON=$python scripts/build.sh release
 # --timeout: a hang guard for tests without their own TIMEOUT (the slowest takes seconds); a
 # regression to quadratic work (plan expansion, duplicate checks) fails here instead of stalling CI.
-ctest --test-dir build/release --output-on-failure --timeout 300 -j "${ATTNDEV_JOBS:-$(nproc)}" "$@"
-# The GPU node's build from the working tree and the dependency bundle alone (docs/cuda.md): a
-# separate build folder, sm_90 only, what scripts/gpu-check.sh builds.
-if [ $# -eq 0 ]; then
-  scripts/ci-bundle-build.sh
-  # The second compiler: every target with clang-19 (the C++20 rules of the GPU nodes' g++ 13),
-  # warnings as errors, the numeric core's unit tests, and the quickstart's numbers identical to
-  # the GCC build's (scripts/clang-check.sh says why).
-  scripts/clang-check.sh
-  # The unit tests under ASan + UBSan (a second, separate build; its cost on CI's 2 cores is in
-  # README.md, "Tests"). ATTNDEV_SANITIZE_TESTS=0 leaves it out (a quick local run).
-  if [ "${ATTNDEV_SANITIZE_TESTS:-1}" != 0 ]; then
-    scripts/sanitize.sh
-  else
-    echo "test.sh: ATTNDEV_SANITIZE_TESTS=0: scripts/sanitize.sh left out" >&2
-  fi
-  # Each libFuzzer target for a bounded time from its seed corpus (fuzz/seeds, configs/); a crash
-  # fails the suite and its input is kept under fuzz/seeds/ as a regression case (ctest's
-  # fuzz_replay_* replay every kept input in every build). ATTNDEV_FUZZ_SECONDS=0 leaves it out.
-  fuzz_seconds="${ATTNDEV_FUZZ_SECONDS:-60}"
-  if [ "$fuzz_seconds" != 0 ]; then
-    scripts/fuzz.sh "$fuzz_seconds"
-  else
-    echo "test.sh: ATTNDEV_FUZZ_SECONDS=0: scripts/fuzz.sh left out" >&2
-  fi
+step "GCC 12 ctest" ctest --test-dir build/release --output-on-failure --timeout 300 \
+  -j "${ATTNDEV_JOBS:-$(nproc)}" "$@"
+if [ $# -gt 0 ]; then
+  echo "test.sh: ctest arguments given: the packaging check, the clang-19 + GPU bundle build," \
+       "the sanitizer suite and fuzzing left out" >&2
+  exit 0
+fi
+
+if [ "$python" = ON ]; then
+  step "python packaging (pip install ., pytest)" test/python/run.sh --installed
 else
-  echo "test.sh: ctest arguments given: scripts/ci-bundle-build.sh (the GPU node's build)," \
-       "scripts/clang-check.sh, scripts/sanitize.sh and scripts/fuzz.sh left out" >&2
+  skip_step "python packaging (pip install ., pytest)" "PyPI cannot be reached"
+fi
+step "clang-19 + GPU bundle (scripts/clang-check.sh)" scripts/clang-check.sh
+if [ "${ATTNDEV_SANITIZE_TESTS:-1}" != 0 ]; then
+  step "clang 14 ASan+UBSan build (build/sanitize)" \
+    bash -c 'cmake --preset sanitize >/dev/null && cmake --build --preset sanitize -j "${ATTNDEV_JOBS:-$(nproc)}"'
+  step "sanitizer suite (scripts/sanitize.sh)" scripts/sanitize.sh
+else
+  skip_step "sanitizer suite (scripts/sanitize.sh)" "ATTNDEV_SANITIZE_TESTS=0"
+fi
+# Each libFuzzer target for a bounded time from its seed corpus (fuzz/seeds, configs/); a crash
+# fails the suite and its input is kept under fuzz/seeds/ as a regression case (ctest's
+# fuzz_replay_* replay every kept input in every build).
+fuzz_seconds="${ATTNDEV_FUZZ_SECONDS:-60}"
+if [ "$fuzz_seconds" != 0 ]; then
+  step "fuzzing (scripts/fuzz.sh $fuzz_seconds)" scripts/fuzz.sh "$fuzz_seconds"
+else
+  skip_step "fuzzing (scripts/fuzz.sh)" "ATTNDEV_FUZZ_SECONDS=0"
 fi

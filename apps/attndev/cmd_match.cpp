@@ -18,6 +18,7 @@
 #include "experiment/spec/inputs_file.hpp"
 #include "experiment/match.hpp"
 #include "experiment/run/tensor_io.hpp"
+#include "attention/twins/twins.hpp"
 
 namespace attndev::app {
 
@@ -30,6 +31,9 @@ struct MatchArgs {
   std::vector<std::string> policies;  // empty: experiment::default_policies
   std::vector<int> br = {64};
   std::vector<int> bc = {16, 32, 64, 128, 256, 512};
+  std::vector<std::string> twins;     // empty: experiment::default_twin_algorithms
+  std::vector<std::string> profiles;  // empty: experiment::default_twin_profiles
+  bool no_twins = false;
   bool causal = false;
   std::string scale_on = "scores";
   int top = 10;
@@ -95,6 +99,42 @@ std::vector<int> clamp_tiles(const std::vector<int>& sizes, int n, const char* w
   return out;
 }
 
+// The twins and profiles to search: --twin / --profile, else the defaults; none with --no-twins.
+std::vector<experiment::MatchCandidate> twin_candidates(
+    const MatchArgs& a, const std::vector<numerics::PrecisionPolicy>& policies) {
+  if (a.no_twins) {
+    if (!a.twins.empty() || !a.profiles.empty())
+      throw UsageError("--no-twins leaves the twins out: drop --twin and --profile, or --no-twins");
+    return {};
+  }
+  std::vector<attention::Algorithm> twins;
+  for (const std::string& t : a.twins) {
+    const attention::Algorithm alg = parse_algorithm_arg(t, "--twin");
+    if (!attention::is_twin_algorithm(alg)) {
+      std::string names;
+      for (attention::Algorithm x : attention::kTwinAlgorithms)
+        names += (names.empty() ? "" : ", ") + std::string(attention::algorithm_name(x));
+      throw UsageError("--twin: \"" + t + "\" is not a twin of a GPU kernel; valid: " + names +
+                       " (other algorithms go in --algorithm)");
+    }
+    twins.push_back(alg);
+  }
+  if (twins.empty()) twins = experiment::default_twin_algorithms();
+  std::vector<numerics::mma::Arch> profiles;
+  for (const std::string& name : a.profiles) {
+    numerics::mma::Arch arch;
+    if (!numerics::mma::parse_arch(name, arch) || arch == numerics::mma::Arch::none) {
+      std::string names;
+      for (numerics::mma::Arch x : numerics::mma::kAllArchs)
+        names += (names.empty() ? "" : ", ") + std::string(numerics::mma::arch_name(x));
+      throw UsageError("--profile: unknown tensor-core profile \"" + name + "\"; valid: " + names);
+    }
+    profiles.push_back(arch);
+  }
+  if (profiles.empty()) profiles = experiment::default_twin_profiles();
+  return experiment::make_twin_candidates(twins, policies, profiles);
+}
+
 void print_match_json(const MatchArgs& a, const std::vector<experiment::MatchResult>& ranked,
                       const std::string& holding, const std::string& verdict) {
   nlohmann::json rows = nlohmann::json::array();
@@ -120,9 +160,15 @@ void print_match_json(const MatchArgs& a, const std::vector<experiment::MatchRes
     }
     rows.push_back(std::move(r));
   }
-  const nlohmann::json doc = {
-      {"output", a.output}, {"inputs", a.inputs}, {"formats_holding_output", holding},
-      {"verdict", verdict}, {"candidates", rows}, {"provenance", provenance_json()}};
+  std::string exp2;
+  if (!a.no_twins) attention::twins::twin_exp2(&exp2);
+  const nlohmann::json doc = {{"output", a.output},
+                              {"inputs", a.inputs},
+                              {"formats_holding_output", holding},
+                              {"verdict", verdict},
+                              {"twin_exp2", a.no_twins ? "" : exp2},
+                              {"candidates", rows},
+                              {"provenance", provenance_json()}};
   std::printf("%s\n", doc.dump(2).c_str());
 }
 
@@ -153,6 +199,11 @@ void print_match_table(const MatchArgs& a, const attention::Inputs& inputs,
       "\nidentical: share of elements bit-identical to the candidate's; max diff: max |O - cand| "
       "in ulps of the candidate's output format at max |O|; dev: mean |O - golden| against the "
       "FP64 golden on the same rounded inputs; ratio: cand. dev / your dev\n");
+  if (!a.no_twins) {
+    std::string exp2;
+    attention::twins::twin_exp2(&exp2);
+    std::printf("twins' exp2: %s\n", exp2.c_str());
+  }
   std::printf("%s\n", verdict.c_str());
 }
 
@@ -192,9 +243,10 @@ void run_match(const MatchArgs& a) {
   }
   require_finite_output(output, a.output);
   const std::vector<numerics::PrecisionPolicy> policies = match_policies(a, output);
-  const std::vector<experiment::MatchCandidate> candidates =
+  std::vector<experiment::MatchCandidate> candidates =
       experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
                                   clamp_tiles(a.bc, inputs.k.rows, "Bc"));
+  for (experiment::MatchCandidate& c : twin_candidates(a, policies)) candidates.push_back(c);
   log::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(), a.inputs,
             inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows, inputs.q.cols);
   experiment::MatchOptions mo;
@@ -222,8 +274,10 @@ void add_match_command(cli::Command& app) {
   auto args = std::make_shared<MatchArgs>();
   cli::Command* cmd = app.add_subcommand(
       "match",
-      "Rank emulated kernels (algorithm x policy x tiles) by how exactly they reproduce an "
-      "output computed from known inputs, and say which policy explains it");
+      "Rank emulated kernels (algorithm x policy x tiles, and the twins of the GPU kernels "
+      "FlashAttention-2, PyTorch's memory-efficient kernel and flash2-tc under each tensor-core "
+      "profile) by how exactly they reproduce an output computed from known inputs, and say "
+      "which kernel, policy and architecture explain it");
   cmd->add_option("output", args->output,
                   "The output O to explain: .safetensors (tensor o, O, out, output, or the only "
                   "one) or .npy; (B,H,N,d), (H,N,d) or (N,d)")
@@ -240,6 +294,15 @@ void add_match_command(cli::Command& app) {
                   "Candidate policies, presets or JSON objects (repeatable; default: the presets "
                   "whose output format holds every value of OUTPUT, plus fp32 arithmetic with "
                   "bf16/fp16 inputs and output)");
+  cmd->add_option("--twin", args->twins,
+                  "Twins of GPU kernels searched (repeatable; default: fa2-cuda, fa2-cuda-unfused, "
+                  "mem-efficient, flash2-tc-twin), each with the kernel-bf16/fp16 policy that "
+                  "holds OUTPUT and their own tiles");
+  cmd->add_option("--profile", args->profiles,
+                  "Tensor-core profiles the twins run under (repeatable; default: sm80, sm89, "
+                  "sm90, sm100): the GEMMs' arithmetic and the GPU's launch decisions");
+  cmd->add_flag("--no-twins", args->no_twins,
+                "Search only --algorithm's candidates (the behaviour before the twins existed)");
   cmd->add_option("--block-r,--br", args->br, "Candidate Br (repeatable)")->capture_default_str();
   cmd->add_option("--block-c,--bc", args->bc, "Candidate Bc (repeatable)")->capture_default_str();
   cmd->add_flag("--causal", args->causal, "The output was computed with a causal mask");

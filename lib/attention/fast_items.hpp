@@ -5,6 +5,8 @@
 // the emulator's build, and spread over several units they compile in parallel.
 #pragma once
 
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "attention/detail.hpp"
@@ -87,6 +89,10 @@ void run_items(Algorithm algorithm, const Problem& p, const Packed<T>& pk,
   const std::size_t items = row_block_count(p.shape, rows);
   using Fused = NativeArith<T, true, kStats, kFramework>;
   using Unfused = NativeArith<T, false, kStats, kFramework>;
+  // FA-1 runs on plain operands only (no fp8 algorithm is FA-1): the fp8 entry, whose operands
+  // need a Dequant, does not instantiate its work items.
+  using Dequant = decltype(dequant_of(std::declval<const RowBlock&>()));
+  constexpr bool kFlash1 = std::is_same_v<Dequant, rows::NoDequant>;
   parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const RowBlock rb = row_block(p.shape, rows, item);
     const auto dequant = dequant_of(rb);
@@ -96,10 +102,12 @@ void run_items(Algorithm algorithm, const Problem& p, const Packed<T>& pk,
       else
         baseline_item<Unfused, false>(p, pk, dequant, rb, out);
     } else if (algorithm == Algorithm::flash1) {
-      if (p.policy.fma)
-        flash1_item<Fused, true>(p, pk, rb, out);
-      else
-        flash1_item<Unfused, false>(p, pk, rb, out);
+      if constexpr (kFlash1) {
+        if (p.policy.fma)
+          flash1_item<Fused, true>(p, pk, rb, out);
+        else
+          flash1_item<Unfused, false>(p, pk, rb, out);
+      }
     } else {
       if (p.policy.fma)
         flash2_item<Fused, true>(p, pk, dequant, rb, out);

@@ -242,7 +242,12 @@ std::string twin_unsupported_reason(attention::Algorithm algorithm,
 CudaRunResult run_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                        const attention::Inputs& inputs, const attention::Options& options,
                        const TimingOptions& timing) {
+  // The emulator's own refusals first, as attention::run makes them: a twin fails where the CPU
+  // fails, with its words.
+  attention::validate(inputs, options);
   const attention::Shape shape = inputs.shape();
+  if (const std::string why = attention::unsupported_reason(algorithm, policy, shape); !why.empty())
+    throw std::invalid_argument(why);
   return run_selected(
       [&](auto&& visit) { return select_twin(algorithm, policy, shape, options, visit); }, policy,
       inputs, options, timing);

@@ -140,8 +140,10 @@ ATTNDEV_HD void row_body(const Params& p, ThreadIndex t) {
     baseline_row_with(p, b, h, i, rows::NoDequant{});
   else if constexpr (A == attention::Algorithm::baseline_fp8)
     baseline_row_with(p, b, h, i, fp8_dequant(p, b, h));
-  else  // flash3-fp8 and its ablations: flash2 on the e4m3 values (fp8_attention.cpp)
+  else {  // flash3-fp8 and its ablations: flash2 on the e4m3 values (fp8_attention.cpp)
+    static_assert(attention::is_fp8_algorithm(A), "select_twin launches no other algorithm");
     flash2_row_with(p, A, b, h, i, fp8_dequant(p, b, h));
+  }
 }
 
 #if defined(__CUDACC__)

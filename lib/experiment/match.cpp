@@ -85,7 +85,7 @@ std::vector<MatchCandidate> make_candidates(const std::vector<attention::Algorit
       v.policy = p;
       v.policy_label = config::policy_label(p);
       const std::string base = std::string(attention::algorithm_name(a)) + " " + v.policy_label;
-      if (a == attention::Algorithm::baseline) {
+      if (a == attention::Algorithm::baseline || attention::is_twin_algorithm(a)) {
         v.name = base;
         out.push_back({v});
         continue;
@@ -101,6 +101,44 @@ std::vector<MatchCandidate> make_candidates(const std::vector<attention::Algorit
         }
     }
   }
+  return out;
+}
+
+std::vector<attention::Algorithm> default_twin_algorithms() {
+  return {attention::Algorithm::fa2_cuda, attention::Algorithm::fa2_cuda_unfused,
+          attention::Algorithm::mem_efficient, attention::Algorithm::flash2_tc_twin};
+}
+
+std::vector<numerics::mma::Arch> default_twin_profiles() {
+  return {std::begin(numerics::mma::kAllArchs), std::end(numerics::mma::kAllArchs)};
+}
+
+std::vector<MatchCandidate> make_twin_candidates(
+    const std::vector<attention::Algorithm>& twins,
+    const std::vector<numerics::PrecisionPolicy>& policies,
+    const std::vector<numerics::mma::Arch>& profiles) {
+  std::vector<numerics::PrecisionPolicy> kernels;
+  for (numerics::PrecisionPolicy p : policies) {
+    if (p.input != numerics::Format::bf16 && p.input != numerics::Format::fp16) continue;
+    const numerics::PrecisionPolicy k =
+        numerics::find_preset(p.input == numerics::Format::bf16 ? "kernel-bf16" : "kernel-fp16")
+            ->policy;
+    if (!(p == k)) continue;
+    for (numerics::mma::Arch a : profiles) {
+      p.mma = a;
+      if (std::find(kernels.begin(), kernels.end(), p) == kernels.end()) kernels.push_back(p);
+    }
+  }
+  std::vector<MatchCandidate> out;
+  for (attention::Algorithm a : twins)
+    for (const numerics::PrecisionPolicy& p : kernels) {
+      Variant v;
+      v.algorithm = a;
+      v.policy = p;
+      v.policy_label = config::policy_label(p);
+      v.name = std::string(attention::algorithm_name(a)) + " " + v.policy_label;
+      out.push_back({v});
+    }
   return out;
 }
 

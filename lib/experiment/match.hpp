@@ -49,11 +49,25 @@ struct MatchOptions {
 std::vector<numerics::Format> formats_holding(const attention::Tensor& o);
 
 // algorithms x policies x tiles. Baseline has no tiles (one candidate per policy); each tiled
-// algorithm runs every (br, bc). Names read "flash2 kernel-bf16 Bc=64".
+// algorithm runs every (br, bc). Names read "flash2 kernel-bf16 Bc=64". Twin algorithms
+// (attention::is_twin_algorithm) take their kernel's tiles: one candidate per policy.
 std::vector<MatchCandidate> make_candidates(const std::vector<attention::Algorithm>& algorithms,
                                             const std::vector<numerics::PrecisionPolicy>& policies,
                                             const std::vector<int>& block_r,
                                             const std::vector<int>& block_c);
+
+// The twins of the GPU kernels (fa2-cuda, fa2-cuda-unfused, mem-efficient, flash2-tc-twin) and the
+// tensor-core profiles match searches by default.
+std::vector<attention::Algorithm> default_twin_algorithms();
+std::vector<numerics::mma::Arch> default_twin_profiles();
+
+// Twin candidates: each twin x each policy a twin runs (among `policies`, those of the kernels:
+// kernel-bf16 / kernel-fp16 formats, no tensor-core profile of their own) x each profile, the
+// profile set as the policy's "mma". Names read "fa2-cuda kernel-bf16+mma=sm90".
+std::vector<MatchCandidate> make_twin_candidates(
+    const std::vector<attention::Algorithm>& twins,
+    const std::vector<numerics::PrecisionPolicy>& policies,
+    const std::vector<numerics::mma::Arch>& profiles);
 
 // The default policies for an output: the presets (fp8 ones aside) whose output format holds
 // every value of `o`, and for bf16/fp16 also "fp32 arithmetic with working-format inputs and

@@ -7,6 +7,7 @@
 
 #include "attention/kernels.hpp"
 #include "helpers.hpp"
+#include "test_scale.hpp"
 
 using namespace attndev::attention;
 using namespace attndev::attention::testing;
@@ -91,7 +92,8 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
   };
   std::size_t compared = 0;
   const std::vector<NamedPolicy> policies = fast_policies();
-  for (int trial = 0; trial < 200; ++trial) {
+  const int trials = static_cast<int>(attndev::test::scaled_count(200, 20));  // test_scale.hpp
+  for (int trial = 0; trial < trials; ++trial) {
     const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
     Shape s;
     s.batch = pick({1, 2});
@@ -121,7 +123,7 @@ TEST_CASE("fast paths are bit-identical to the generic path", "[attention][fast]
     }
   }
   INFO("compared " << compared);
-  CHECK(compared >= 200);  // the fast paths were exercised, not skipped
+  CHECK(compared >= static_cast<std::size_t>(trials));  // the fast paths ran, not skipped
 }
 
 TEST_CASE("the dispatcher takes the fast paths for the common policies", "[attention][fast]") {
@@ -177,7 +179,8 @@ TEST_CASE("fp8 algorithms on the fast path are bit-identical to the generic path
   p.fma = false;
   policies.push_back({"fp8-e4m3+input,score,stats,prob=fp16+fma=false", p});
   std::size_t compared = 0;
-  for (int trial = 0; trial < 40; ++trial) {
+  const int trials = static_cast<int>(attndev::test::scaled_count(40, 8));  // test_scale.hpp
+  for (int trial = 0; trial < trials; ++trial) {
     const NamedPolicy& np = policies[static_cast<std::size_t>(trial) % policies.size()];
     Shape s;
     s.batch = pick({1, 2});
@@ -203,7 +206,7 @@ TEST_CASE("fp8 algorithms on the fast path are bit-identical to the generic path
       ++compared;
     }
   }
-  CHECK(compared == 40 * std::size(kFp8Algorithms));
+  CHECK(compared == static_cast<std::size_t>(trials) * std::size(kFp8Algorithms));
 }
 
 // FloatRounder (the fast path's branch-free rounding with the format as data) against

@@ -11,6 +11,9 @@
 //
 // The emulator must match the reference bit for bit on every element of O.
 #include <cmath>
+#if !defined(__FLT16_MAX__) && defined(__F16C__)
+#include <immintrin.h>
+#endif
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -39,8 +42,17 @@ float to_bf16(float x) {
   return r;
 }
 
+// The compiler's fp16 conversion where it has the type (GCC; clang 15 and later), else the CPU's
+// F16C instruction (clang 14, the sanitizer build's compiler, has no _Float16 on x86): both are
+// round-to-nearest-even, and neither is lib/numerics.
 float to_fp16(float x) {
+#if defined(__FLT16_MAX__)
   return static_cast<float>(static_cast<_Float16>(x));
+#elif defined(__F16C__)
+  return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+#else
+#error "no independent fp16 conversion: build with a compiler that has _Float16, or with F16C"
+#endif
 }
 
 // One op's output stored in the tensor format: the float result (fp32 opmath) rounded.

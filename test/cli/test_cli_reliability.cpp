@@ -405,8 +405,17 @@ Result run_shell(const std::string& script) {
 
 // A cap on the address space of the command under test, so that a regression to reading an
 // endless device cannot take the machine's memory with it (not under ASan, which reserves more).
-std::string memory_cap() {
+// (GCC says __SANITIZE_ADDRESS__; clang, the sanitizer build's compiler, says it through
+// __has_feature.)
 #if defined(__SANITIZE_ADDRESS__)
+#define ATTNDEV_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTNDEV_TEST_UNDER_ASAN 1
+#endif
+#endif
+std::string memory_cap() {
+#if defined(ATTNDEV_TEST_UNDER_ASAN)
   return "";
 #else
   return "ulimit -v 4000000; ";

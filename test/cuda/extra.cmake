@@ -17,15 +17,18 @@ endif()
 
 # What scripts/gpu-check.sh builds and runs, as one target: every CUDA test executable
 # (test/cuda/test_*.cpp and cuda_gpu_kernels), the check tool and attndev, so that the script,
-# CI's bundle-only build (scripts/ci-bundle-build.sh) and the test list cannot drift apart.
+# CI's bundle-only build (scripts/clang-check.sh) and the test list cannot drift apart.
 # gpu-check-targets.txt ("KIND NAME PATH" per line) tells the script where each one is and which
 # executables must have ctest entries.
 if(TARGET attndev_cuda)
   set(attndev_gpu_tests cuda_gpu_kernels cuda_tests)
   add_custom_target(attndev_gpu_targets)
-  add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev)
+  add_dependencies(attndev_gpu_targets ${attndev_gpu_tests} attndev_cuda attndev_cuda_check attndev
+                   attndev_tc_mma_probe attndev_exp2_probe)
   set(attndev_gpu_lines "lib attndev_cuda $<TARGET_FILE:attndev_cuda>\n"
       "tool attndev_cuda_check $<TARGET_FILE:attndev_cuda_check>\n"
+      "tool attndev_tc_mma_probe $<TARGET_FILE:attndev_tc_mma_probe>\n"
+      "tool attndev_exp2_probe $<TARGET_FILE:attndev_exp2_probe>\n"
       "app attndev $<TARGET_FILE:attndev>\n")
   foreach(t ${attndev_gpu_tests})
     list(APPEND attndev_gpu_lines "test ${t} $<TARGET_FILE:${t}>\n")

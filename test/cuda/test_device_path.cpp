@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,8 @@ void row_body(Algorithm algorithm, const cuda::faithful::Params& p, const cuda::
       return f::row_body<Algorithm::flash3_fp8_no_hadamard>(p, t);
     case Algorithm::baseline_fp8:
       return f::row_body<Algorithm::baseline_fp8>(p, t);
+    default:  // the twins of the CUDA kernels: select_twin refuses them (the test below)
+      throw std::logic_error("no twin kernel for this algorithm");
   }
 }
 
@@ -322,15 +325,33 @@ TEST_CASE("fp8 twins on the device path equal attention::run bit for bit", "[cud
                   std::invalid_argument);
 }
 
-TEST_CASE("select_twin runs every algorithm the CPU runs, visiting once", "[cuda]") {
+TEST_CASE("select_twin runs the emulator's algorithms and refuses what is host code, with a reason",
+          "[cuda]") {
+  // Every algorithm of the emulator's own (baseline, flash1, flash2, the fp8 ones) under every
+  // preset; the twins of the CUDA kernels and the tensor-core profiles are refused, saying how to
+  // run them on the CPU. The visitor runs exactly when the answer is yes.
   const attention::Shape shape{1, 1, 64, 64, 64};
+  int supported = 0, refused = 0;
   for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets)
-    for (Algorithm a : attention::kEveryAlgorithm) {
-      INFO(attention::algorithm_name(a) << " " << preset.name);
-      int visits = 0;
-      const cuda::Selection sel =
-          cuda::select_twin(a, preset.policy, shape, {}, [&](auto) { ++visits; });
-      CHECK(sel.supported);
-      CHECK(visits == 1);
-    }
+    for (numerics::mma::Arch arch : {numerics::mma::Arch::none, numerics::mma::Arch::sm90})
+      for (Algorithm a : attention::kEveryAlgorithm) {
+        numerics::PrecisionPolicy policy = preset.policy;
+        policy.mma = arch;
+        INFO(attention::algorithm_name(a) << " " << preset.name << " mma "
+                                          << static_cast<int>(arch));
+        int visits = 0;
+        const cuda::Selection sel =
+            cuda::select_twin(a, policy, shape, {}, [&](auto) { ++visits; });
+        const bool expected =
+            !attention::is_twin_algorithm(a) && arch == numerics::mma::Arch::none;
+        CHECK(sel.supported == expected);
+        CHECK(visits == (sel.supported ? 1 : 0));
+        if (!sel.supported) {
+          CHECK_THAT(sel.reason, Catch::Contains("on the cuda backend"));
+          CHECK_THAT(sel.reason, Catch::Contains("--backend cpu"));
+        }
+        (sel.supported ? supported : refused) += 1;
+      }
+  CHECK(supported > 0);
+  CHECK(refused > 0);
 }

@@ -9,6 +9,7 @@
 #include "numerics/arith.hpp"
 #include "numerics/encode.hpp"
 #include "numerics/oracle.hpp"
+#include "test_scale.hpp"
 
 namespace nt = attndev::numerics::testing;
 using namespace attndev::numerics;
@@ -71,7 +72,7 @@ TEST_CASE("add/sub/mul/div/fma in every format, operands of the format and wider
                            << " got=" << nt::hex(got) << " want=" << nt::hex(want));
         }
       };
-      for (int i = 0; i < 200'000; ++i) {
+      for (std::size_t i = 0; i < attndev::test::scaled_count(200'000); ++i) {
         const double a = operand(rng, source, lo / 2, hi / 2);
         const double b = operand(rng, source, lo / 2, hi / 2);
         const double c = operand(rng, source, lo, hi);
@@ -108,7 +109,8 @@ TEST_CASE("add/sub/mul/div/fma in every format, operands of the format and wider
       INFO(t.name << " operands " << traits(source).name << ": " << compared << " compared, "
                   << skipped << " skipped (inexact in quad)");
       CHECK(bad == 0);
-      REQUIRE(compared > 700'000);
+      // At least 3.5 of the 4 operations per draw (the rest inexact in quad): 700'000 in Release.
+      REQUIRE(compared > static_cast<long long>(7 * attndev::test::scaled_count(200'000) / 2));
     }
   }
 }

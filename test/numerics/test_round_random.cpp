@@ -8,6 +8,7 @@
 
 #include "numerics/oracle.hpp"
 #include "numerics/round.hpp"
+#include "test_scale.hpp"
 
 namespace nt = attndev::numerics::testing;
 using attndev::numerics::Format;
@@ -18,7 +19,8 @@ using attndev::numerics::traits;
 
 namespace {
 
-constexpr int kCount = 10'000'000;
+// 10^7 in the Release build; the smoke scale of the sanitizer and clang builds (test_scale.hpp).
+constexpr int kCount = static_cast<int>(attndev::test::scaled_count(10'000'000));
 
 struct Mode {
   Format format;

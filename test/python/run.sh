@@ -1,60 +1,41 @@
 #!/usr/bin/env bash
-# The attndev Python package's tests (test/python, pytest), in the package's own virtual
-# environment, as ctest's `python_package` entry runs them (test/python/extra.cmake):
+# The attndev Python package's tests (test/python, pytest) in the project's virtual environment
+# (scripts/python-venv.sh: build/venv-py, packages from PyPI).
 #
-#   test/python/run.sh [ATTNDEV_BIN] [pytest arguments...]
+#   test/python/run.sh [pytest arguments...]
+#       against the module built in place by the release build (build/release/python: the package's
+#       sources of this tree beside the compiled _core), as ctest's python_package entry runs them;
+#       builds the module and the CLI first (scripts/build.sh release _core attndev)
+#   test/python/run.sh --installed [pytest arguments...]
+#       the packaging check: `pip install --no-build-isolation .` into build/venv-py, then the same
+#       tests against the installed package (PYTHONPATH unset). pip's build compiles with the
+#       release build's flags, so the compiler cache serves every object it already compiled
+#       (scripts/test.sh runs this after ctest).
 #
-# Creates build/venv-py with Debian's python3 (scripts/setup.sh installs python3-venv and
-# python3-dev), installs numpy and pytest from PyPI and the package itself with `pip install .`
-# (scikit-build-core builds the extension from this repository's CMake; nothing goes into the
-# system's Python). ATTNDEV_BIN is the CLI the tests compare with (default: the release build's).
-# ATTNDEV_PYTHON_TORCH=1 also installs torch and transformers from PyPI (about 5 GiB: PyPI's torch
-# brings NVIDIA's CUDA libraries); without them the tests that need them are skipped.
-# Exit 77 (ctest SKIP) only when PyPI cannot be reached, saying so; any other failure fails.
+# ATTNDEV_BIN: the CLI the tests compare with (default: the release build's). Exit 77 (SKIP) only
+# when PyPI cannot be reached; any other failure fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin="${1:-build/release/apps/attndev/attndev}"
-shift || true
-venv=build/venv-py
-base_python=$(command -v /usr/bin/python3 || command -v python3)
-pip_quiet=(--quiet --disable-pip-version-check)
-
-pypi_unreachable() {
-  # The package index pip is configured with; a download of a small package is the test.
-  local tmp
-  tmp=$(mktemp -d)
-  if "$venv/bin/python3" -m pip download "${pip_quiet[@]}" --no-deps --timeout 15 --retries 1 \
-       -d "$tmp" pip >/dev/null 2>&1; then
-    rm -rf "$tmp"
-    return 1
-  fi
-  rm -rf "$tmp"
-  return 0
-}
-
-install() {
-  if ! "$@"; then
-    if pypi_unreachable; then
-      echo "test/python/run.sh: SKIPPED: PyPI cannot be reached; the Python package's tests need" \
-           "numpy, pytest, scikit-build-core and nanobind from it" >&2
-      exit 77
-    fi
-    echo "test/python/run.sh: FAILED: $* (PyPI is reachable: this is a real failure)" >&2
-    exit 1
-  fi
-}
-
-if [ ! -x "$venv/bin/python3" ]; then
-  "$base_python" -m venv "$venv"
+root="$PWD"
+installed=0
+if [ "${1:-}" = --installed ]; then
+  installed=1
+  shift
 fi
-install "$venv/bin/python3" -m pip install "${pip_quiet[@]}" numpy pytest
-if [ "${ATTNDEV_PYTHON_TORCH:-0}" = 1 ]; then
-  install "$venv/bin/python3" -m pip install "${pip_quiet[@]}" torch transformers
+py=$(scripts/python-venv.sh)  # exits 77 when PyPI cannot be reached
+bin="${ATTNDEV_BIN:-$root/build/release/apps/attndev/attndev}"
+if [ $installed = 1 ]; then
+  start=$SECONDS
+  echo "test/python/run.sh: pip install --no-build-isolation . (reuses cached objects when the" \
+       "release build compiled them; a cold build takes minutes)" >&2
+  "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation .
+  echo "test/python/run.sh: pip install . took $((SECONDS - start)) s" >&2
+  unset PYTHONPATH
+else
+  ATTNDEV_PYTHON=ON scripts/build.sh release _core attndev >&2
+  export PYTHONPATH="$root/build/release/python"
 fi
-start=$(date +%s)
-install "$venv/bin/python3" -m pip install "${pip_quiet[@]}" .
-echo "test/python/run.sh: pip install . took $(( $(date +%s) - start )) s" >&2
-# Run from the tests' folder, not the repository root: `import attndev` must find the installed
-# package, never python/attndev's sources (which lack the compiled module).
+# From the tests' folder, not the root: `import attndev` must find the module under test, never
+# python/attndev's sources (which lack the compiled module).
 cd test/python
-ATTNDEV_BIN="$(cd ../.. && realpath "$bin")" exec "../../$venv/bin/python3" -m pytest -q -p no:cacheprovider "$@"
+ATTNDEV_BIN="$(realpath "$bin")" exec "$py" -m pytest -q -p no:cacheprovider "$@"

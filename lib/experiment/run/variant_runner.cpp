@@ -16,7 +16,9 @@ namespace attndev::experiment {
 
 bool tile_independent(const Variant& variant) {
   if (variant.external) return !variant.external->tile_dependent;
+  // A twin takes its kernel's own tiles, whatever the point's Br and Bc.
   return variant.algorithm == attention::Algorithm::baseline ||
+         attention::is_twin_algorithm(variant.algorithm) ||
          (variant.block_r.has_value() && variant.block_c.has_value());
 }
 
@@ -74,6 +76,14 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
   try {
     switch (variant.backend) {
       case Backend::cpu:
+        // A twin asked for a head dim or a policy its kernel does not have: a skipped row with
+        // the reason, never a failure (attention::unsupported_reason).
+        if (std::string why =
+                attention::unsupported_reason(variant.algorithm, variant.policy, inputs.shape());
+            !why.empty()) {
+          outcome.status = Status::skipped(std::move(why));
+          return outcome;
+        }
         outcome.output = attention::run(variant.algorithm, variant.policy, inputs, options);
         break;
       case Backend::cuda:
