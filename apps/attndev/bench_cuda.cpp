@@ -94,6 +94,47 @@ void require_ok(const cuda::CudaRunResult& r, const std::string& what) {
   if (r.status != cuda::RunStatus::ok) throw std::runtime_error(what + ": " + r.status_text());
 }
 
+// The CUDA kernels (flash2-tc at its 128x64 tile, the cuBLAS baseline), checked against the
+// emulated same-format baseline and the golden (lib/measure's baseline rule), then timed.
+void kernel_parts(const CudaBenchArgs& a, const numerics::PrecisionPolicy& policy,
+                  const attention::Options& opt, const attention::Inputs& small_in,
+                  const attention::Inputs& in, std::vector<Part>& parts) {
+  const measure::Golden small_gold = measure::golden_of(small_in, opt);
+  // The same-format baseline of the rule: the framework math path at bf16/fp16 (as the check tool
+  // and the GPU test hold flash2-tc to it), the policy itself otherwise.
+  numerics::PrecisionPolicy base_policy = policy;
+  if (policy.input == numerics::Format::bf16 || policy.input == numerics::Format::fp16)
+    base_policy =
+        numerics::find_preset("torch-math-" + std::string(numerics::format_name(policy.input)))
+            ->policy;
+  const attention::Output small_base =
+      attention::run(attention::Algorithm::baseline, base_policy, small_in, opt);
+  struct KernelRun {
+    cuda::Kernel kernel;
+    std::string label;
+    attention::Options options;
+  };
+  attention::Options tc_opt = opt;
+  tc_opt.block_r = 128;
+  tc_opt.block_c = 64;
+  for (const KernelRun& k : {KernelRun{cuda::Kernel::flash2_tc, "kernel flash2-tc 128x64", tc_opt},
+                             KernelRun{cuda::Kernel::baseline, "kernel baseline (cuBLAS)", opt}}) {
+    Part part{k.label + " " + a.policy};
+    measure_part(
+        part,
+        [&] {
+          std::string why;
+          const cuda::CudaRunResult r = cuda::run_cuda(k.kernel, policy, small_in, k.options);
+          const attention::Output* o = output_of(r, why);
+          return o ? verdict(measure::within_baseline_rule(o->o.data, small_base.o.data, small_gold,
+                                                           policy.output))
+                   : why;
+        },
+        [&] { require_ok(cuda::run_cuda(k.kernel, policy, in, k.options), part.name); }, a.repeats);
+    parts.push_back(part);
+  }
+}
+
 std::vector<Part> bench_parts(const CudaBenchArgs& a) {
   const numerics::PrecisionPolicy policy = parse_policy_arg(a.policy, "--policy");
   const numerics::Format in_fmt = policy.input;
@@ -151,34 +192,7 @@ std::vector<Part> bench_parts(const CudaBenchArgs& a) {
     parts.push_back(twin);
   }
 
-  // The kernels, against the emulated same-policy baseline and the golden (measure's rule).
-  const measure::Golden small_gold = measure::golden_of(small_in, opt);
-  const attention::Output small_base =
-      attention::run(attention::Algorithm::baseline, policy, small_in, opt);
-  struct KernelRun {
-    cuda::Kernel kernel;
-    std::string label;
-    attention::Options options;
-  };
-  attention::Options tc_opt = opt;
-  tc_opt.block_r = 128;
-  tc_opt.block_c = 64;
-  for (const KernelRun& k : {KernelRun{cuda::Kernel::flash2_tc, "kernel flash2-tc 128x64", tc_opt},
-                             KernelRun{cuda::Kernel::baseline, "kernel baseline (cuBLAS)", opt}}) {
-    Part part{k.label + " " + a.policy};
-    measure_part(
-        part,
-        [&] {
-          std::string why;
-          const cuda::CudaRunResult r = cuda::run_cuda(k.kernel, policy, small_in, k.options);
-          const attention::Output* o = output_of(r, why);
-          return o ? verdict(measure::within_baseline_rule(o->o.data, small_base.o.data, small_gold,
-                                                           policy.output))
-                   : why;
-        },
-        [&] { require_ok(cuda::run_cuda(k.kernel, policy, in, k.options), part.name); }, a.repeats);
-    parts.push_back(part);
-  }
+  kernel_parts(a, policy, opt, small_in, in, parts);
   return parts;
 }
 
