@@ -100,8 +100,11 @@ std::vector<int> clamp_tiles(const std::vector<int>& sizes, int n, const char* w
 }
 
 // The twins and profiles to search: --twin / --profile, else the defaults; none with --no-twins.
-std::vector<experiment::MatchCandidate> twin_candidates(
-    const MatchArgs& a, const std::vector<numerics::PrecisionPolicy>& policies) {
+struct TwinChoice {
+  std::vector<attention::Algorithm> twins;
+  std::vector<numerics::mma::Arch> profiles;
+};
+TwinChoice twin_choice(const MatchArgs& a) {
   if (a.no_twins) {
     if (!a.twins.empty() || !a.profiles.empty())
       throw UsageError("--no-twins leaves the twins out: drop --twin and --profile, or --no-twins");
@@ -132,7 +135,7 @@ std::vector<experiment::MatchCandidate> twin_candidates(
     profiles.push_back(arch);
   }
   if (profiles.empty()) profiles = experiment::default_twin_profiles();
-  return experiment::make_twin_candidates(twins, policies, profiles);
+  return {twins, profiles};
 }
 
 void print_match_json(const MatchArgs& a, const std::vector<experiment::MatchResult>& ranked,
@@ -243,10 +246,10 @@ void run_match(const MatchArgs& a) {
   }
   require_finite_output(output, a.output);
   const std::vector<numerics::PrecisionPolicy> policies = match_policies(a, output);
-  std::vector<experiment::MatchCandidate> candidates =
-      experiment::make_candidates(algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
-                                  clamp_tiles(a.bc, inputs.k.rows, "Bc"));
-  for (experiment::MatchCandidate& c : twin_candidates(a, policies)) candidates.push_back(c);
+  const TwinChoice choice = twin_choice(a);
+  const std::vector<experiment::MatchCandidate> candidates = experiment::search_candidates(
+      algorithms, policies, clamp_tiles(a.br, inputs.q.rows, "Br"),
+      clamp_tiles(a.bc, inputs.k.rows, "Bc"), choice.twins, choice.profiles);
   log::info("match: {} candidates on {} (B={} H={} N={} N_kv={} d={})", candidates.size(), a.inputs,
             inputs.q.batch, inputs.q.heads, inputs.q.rows, inputs.k.rows, inputs.q.cols);
   experiment::MatchOptions mo;

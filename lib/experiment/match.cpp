@@ -113,6 +113,17 @@ std::vector<numerics::mma::Arch> default_twin_profiles() {
   return {std::begin(numerics::mma::kAllArchs), std::end(numerics::mma::kAllArchs)};
 }
 
+std::vector<MatchCandidate> search_candidates(
+    const std::vector<attention::Algorithm>& algorithms,
+    const std::vector<numerics::PrecisionPolicy>& policies, const std::vector<int>& block_r,
+    const std::vector<int>& block_c, const std::vector<attention::Algorithm>& twins,
+    const std::vector<numerics::mma::Arch>& profiles) {
+  std::vector<MatchCandidate> out = make_candidates(algorithms, policies, block_r, block_c);
+  for (MatchCandidate& c : make_twin_candidates(twins, policies, profiles))
+    out.push_back(std::move(c));
+  return out;
+}
+
 std::vector<MatchCandidate> make_twin_candidates(
     const std::vector<attention::Algorithm>& twins,
     const std::vector<numerics::PrecisionPolicy>& policies,

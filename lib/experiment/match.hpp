@@ -69,6 +69,14 @@ std::vector<MatchCandidate> make_twin_candidates(
     const std::vector<numerics::PrecisionPolicy>& policies,
     const std::vector<numerics::mma::Arch>& profiles);
 
+// Every candidate a search runs, `attndev match`'s and Python's attndev.match alike:
+// make_candidates over `algorithms`, then make_twin_candidates (empty `twins`: none).
+std::vector<MatchCandidate> search_candidates(
+    const std::vector<attention::Algorithm>& algorithms,
+    const std::vector<numerics::PrecisionPolicy>& policies, const std::vector<int>& block_r,
+    const std::vector<int>& block_c, const std::vector<attention::Algorithm>& twins,
+    const std::vector<numerics::mma::Arch>& profiles);
+
 // The default policies for an output: the presets (fp8 ones aside) whose output format holds
 // every value of `o`, and for bf16/fp16 also "fp32 arithmetic with working-format inputs and
 // output" (what PyTorch's SDPA math backend computes since 2.5: it upcasts).

@@ -263,6 +263,12 @@ TrainConfig parse_train_config(const json& j, const std::string& path) {
                               "does not model: train with a kernel-model policy (kernel-bf16, "
                               "torch-math-bf16, fp32, ...); a framework policy can run as a "
                               "\"shadow\" variant (forward only)");
+      // The tensor-core model covers the forward's GEMMs; the backward's are FMA chains.
+      if (c.policy.mma != numerics::mma::Arch::none)
+        throw ConfigError(join(p, "policy"),
+                          "\"mma\" (the tensor-core model) covers the forward pass only, not "
+                          "the backward: train without it; a policy with \"mma\" can run as a "
+                          "\"shadow\" variant (forward only)");
     }
     c.block_r = get_int(a, p, "block_r", c.block_r, 1, 65536);
     c.block_c = get_int(a, p, "block_c", c.block_c, 1, 65536);
