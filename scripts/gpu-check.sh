@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
-# GPU acceptance in one command, for a machine with an NVIDIA GPU (sm_80 or newer), sized for
-# about 5 minutes on one H100/H200 including the build:
-#   0. prerequisites (all checked first, every missing one named) and the device: nvidia-smi must
-#      answer, its compute capability must be one (it becomes CMAKE_CUDA_ARCHITECTURES), the
-#      driver must run this toolkit's CUDA major version;
-#   1. configure + build the target `attndev_gpu_targets` (test/cuda/extra.cmake: every CUDA test
-#      executable, the check tool, attndev) for this GPU's architecture only, with the dependency
-#      bundle of scripts/gpu-bundle.sh when it is present (the configuration CI builds);
-#   2. ctest -L cuda: every CUDA test executable must have entries and every entry must pass
-#      (a skipped test is a failure here: this script exists to run them);
-#   3. sweep: faithful flash1/flash2 vs the CPU emulator bit for bit on 24 random points, and
-#      flash2-tc vs the golden (2x baseline + floor) at bf16 and fp16;
-#   4. attndev point with --backend cpu and --backend cuda on the same point, and flash2-tc;
-#   5. throughput: flash2-tc bf16 at B=4 H=16 N=8192 d=128 vs cuBLAS's dense bf16 GEMM rate
-#      measured in the same run (goal: at least 0.5; reported, not a pass/fail criterion);
-#   6. PyTorch's CUDA backends (FLASH_ATTENTION, EFFICIENT, CUDNN, MATH) as external variants
-#      beside attndev's emulated twins and CUDA kernels (configs/validation/torch-cuda.json);
-#   7. registers and spills of every kernel as built (cuobjdump).
-# Every table it prints is also written to OUT_DIR, with the logs and summary.txt. Exit status 0
-# only when every step passed; otherwise non-zero, and the summary names the failed steps.
+# GPU acceptance, as groups of checks selectable by name, for a machine with an NVIDIA GPU (sm_80
+# or newer). One device call runs one group (each sized for at most 5 minutes on one H100/H200,
+# build included); without --group every group runs, one after the other.
+#   0. prerequisites (all checked first, every missing one named; python3 with CUDA PyTorch only
+#      when a selected group says "# needs: torch") and the device: nvidia-smi must answer, its
+#      compute capability must be one (it becomes CMAKE_CUDA_ARCHITECTURES), the driver must run
+#      this toolkit's CUDA major version;
+#   1. configure + build the target `attndev_gpu_targets` once (test/cuda/extra.cmake: every CUDA
+#      test executable, the check tool, attndev) for this GPU's architecture only, with the
+#      dependency bundle of scripts/gpu-bundle.sh when it is present (the configuration CI builds);
+#   2. each selected group: scripts/gpu-check/<group>.sh BUILD_DIR OUT_DIR/<group>, its summary
+#      lines ("PASS|FAIL|INFO <check>: <detail>") on the terminal and in summary.txt, its logs in
+#      OUT_DIR/<group>/, all of it tarred into OUT_DIR/<group>.tar.gz.
+# Groups (scripts/gpu-check/*.sh; --list prints them): cuda-tests, kernels, throughput,
+# torch-cuda, golden-inputs, device-twins, bench-point, long-context, cpu-paths, and every other
+# script there (the twin groups tc-mma, exp2-table, fixtures, twins; a group's interface is
+# written at the top of scripts/gpu-check/_common.bash).
+# Exit status 0 only when every selected group passed; otherwise non-zero, and the summary names
+# the failed checks.
 #
 # Usage: scripts/gpu-check.sh [options] OUT_DIR
+#   --group NAME     run this group (repeatable; default: every group)
+#   --list           print the groups and exit
 #   --build-dir DIR  build folder (default build/gpu-check)
 #   --reuse-build    neither configure nor build: use --build-dir as it is
-#   --no-torch       leave out step 6 (otherwise a python3 without CUDA PyTorch is a failure)
+#   --no-torch       leave out the groups that need PyTorch (default run only)
+#   --group-timeout S  stop a group after S seconds (default 290; its files still come back)
 #   -j N             build parallelism (default: the number of CPUs)
 # Environment: CUDA_ARCH (e.g. 90) instead of the detected architecture; CUDA_HOME (toolkit
 # root; default: nvcc on PATH, else /usr/local/cuda).
@@ -36,22 +38,64 @@ usage() {
   exit "$kExitUsage"
 }
 
+groups_dir=scripts/gpu-check
+# Every group, in the order a full run takes them: this list first, then any other script.
+known_order=(cuda-tests kernels throughput torch-cuda golden-inputs device-twins bench-point
+  long-context cpu-paths)
+all_groups() {
+  local g seen=" "
+  for g in "${known_order[@]}"; do
+    [[ -f "$groups_dir/$g.sh" ]] && { echo "$g"; seen+="$g "; }
+  done
+  for f in "$groups_dir"/*.sh; do
+    g="$(basename "$f" .sh)"
+    [[ "$g" == _* || "$seen" == *" $g "* ]] || echo "$g"
+  done
+}
+group_summary() {  # the first comment line after the shebang: what the group checks
+  sed -n '2{s/^# *//;p;q}' "$groups_dir/$1.sh"
+}
+
 build=build/gpu-check
 reuse=0
 torch=1
 jobs="$(nproc 2>/dev/null || echo 4)"
+group_timeout=290
 out=""
+selected=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --group) [[ $# -ge 2 ]] || usage; selected+=("$2"); shift 2 ;;
+    --list)
+      for g in $(all_groups); do printf '%-16s %s\n' "$g" "$(group_summary "$g")"; done
+      exit 0 ;;
     --build-dir) [[ $# -ge 2 ]] || usage; build="$2"; shift 2 ;;
     --reuse-build) reuse=1; shift ;;
     --no-torch) torch=0; shift ;;
+    --group-timeout) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || usage; group_timeout="$2"; shift 2 ;;
     -j) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || usage; jobs="$2"; shift 2 ;;
     -h|--help) usage ;;
     -*) echo "gpu-check.sh: unknown option $1" >&2; usage ;;
     *) [[ -z "$out" ]] || { echo "gpu-check.sh: one OUT_DIR only" >&2; usage; }; out="$1"; shift ;;
   esac
 done
+# Unknown groups are refused with the list, before anything else.
+known="$(all_groups | tr '\n' ' ')"
+for g in "${selected[@]}"; do
+  if [[ " $known" != *" $g "* ]]; then
+    echo "gpu-check.sh: unknown group \"$g\"; the groups are: $known" >&2
+    exit "$kExitUsage"
+  fi
+done
+needs_torch() { grep -q '^# needs:.*\btorch\b' "$groups_dir/$1.sh"; }
+if [[ ${#selected[@]} -eq 0 ]]; then
+  for g in $(all_groups); do
+    if [[ $torch -eq 0 ]] && needs_torch "$g"; then continue; fi
+    selected+=("$g")
+  done
+fi
+torch=0
+for g in "${selected[@]}"; do needs_torch "$g" && torch=1; done
 if [[ -z "$out" ]]; then
   echo "gpu-check.sh: missing OUT_DIR (the folder every table and log is written to)" >&2
   usage
@@ -119,7 +163,7 @@ except Exception as e:
 if not torch.cuda.is_available():
     sys.exit("torch %s: torch.cuda.is_available() is False (a CPU-only build, or no device)" % torch.__version__)
 ' 2>&1)"; then
-    missing+=("python3 with CUDA PyTorch ($(echo "$torch_why" | tail -n1); or pass --no-torch)")
+    missing+=("python3 with CUDA PyTorch, for the groups that need it ($(echo "$torch_why" | tail -n1); or leave them out: --no-torch, or --group)")
   fi
 fi
 if [[ $reuse -eq 1 ]]; then
@@ -216,14 +260,14 @@ finish() {
     for i in "${!names[@]}"; do printf '%-26s %s\n' "${names[$i]}" "${results[$i]}"; done
   } | tee -a "$summary"
   if [[ $failed -ne 0 ]]; then
-    say "gpu-check: FAILED (a step failed, or was skipped: a skipped check is a failure here)"
+    say "gpu-check: FAILED (a check failed, or was skipped: a skipped check is a failure here)"
     exit "$kExitFailed"
   fi
-  say "gpu-check: all steps passed"
+  say "gpu-check: all selected groups passed (${selected[*]})"
   exit 0
 }
 
-# ---- 1. configure + build ----
+# ---- 1. configure + build, once for every group ----
 if [[ $reuse -eq 0 ]]; then
   deps=()
   if [[ -d gpu-bundle/cmake ]]; then
@@ -243,96 +287,37 @@ if [[ $reuse -eq 0 ]]; then
   run_step "build" build.log "$cmake_bin" --build "$build" -j "$jobs" --target attndev_gpu_targets ||
     finish
 fi
-targets_file="$build/gpu-check-targets.txt"
-if [[ ! -f "$targets_file" ]]; then
-  record "targets" "FAIL" "$targets_file missing (is this a CUDA build?)"
+if [[ ! -f "$build/gpu-check-targets.txt" ]]; then
+  record "targets" "FAIL" "$build/gpu-check-targets.txt missing (is this a CUDA build?)"
   finish
 fi
-target_path() { awk -v n="$1" '$2 == n { print $3 }' "$targets_file"; }
-check_tool="$(target_path attndev_cuda_check)"
-attndev_bin="$(target_path attndev)"
 
-# ---- 2. every CUDA test executable has ctest entries, and every entry passes ----
-"$ctest_bin" --test-dir "$build" -N -L cuda --show-only=json-v1 >"$out/ctest-list.json" 2>&1
-coverage="$(python3 - "$targets_file" "$out/ctest-list.json" <<'EOF'
-import json, os, sys
-targets = [l.split() for l in open(sys.argv[1]) if l.strip()]
-listed = json.load(open(sys.argv[2])).get("tests", [])
-commands = [os.path.realpath(t["command"][0]) for t in listed if t.get("command")]
-for kind, name, path in targets:
-    if kind == "test":
-        n = sum(1 for c in commands if c == os.path.realpath(path))
-        print(("ok" if n else "MISSING"), name, n)
-EOF
-)"
-coverage_rc=$?
-echo "$coverage" | tee "$out/ctest-coverage.txt"
-if [[ $coverage_rc -ne 0 || -z "$coverage" ]]; then
-  record "ctest coverage" "FAIL" "could not list the cuda tests (ctest-list.json)"
-elif grep -q '^MISSING' <<<"$coverage"; then
-  record "ctest coverage" "FAIL" "no ctest entry: $(grep '^MISSING' <<<"$coverage" | cut -d' ' -f2 | tr '\n' ' ')"
-else
-  record "ctest coverage" "PASS" "$(wc -l <<<"$coverage") executables, $(awk '{s += $3} END {print s}' <<<"$coverage") entries"
-fi
-run_step "ctest -L cuda" ctest.log "$ctest_bin" --test-dir "$build" -L cuda --no-tests=error \
-  --output-on-failure --timeout 300 -j "$jobs"
-# ctest exits 0 when a test returned its SKIP_RETURN_CODE: look for skipped entries by name.
-skipped="$(grep -E '\*\*\*(Skipped|Not Run)|\((Skipped|Not Run|Disabled)\)' "$out/ctest.log" |
-  sed -E 's/.*(Test +#[0-9]+: |[0-9]+ - )([^ ]+).*/\2/' | sort -u | tr '\n' ' ')"
-if [[ -n "$skipped" ]]; then
-  record "ctest skipped entries" "FAIL" "skipped: $skipped(a skipped GPU test compared nothing)"
-fi
-
-# ---- 3. sweep: the tool's exit status, and its rows, read by column ----
-run_step "sweep cpu vs cuda" sweep.txt "$check_tool" sweep --points 24 --seed 1
-# Rows: "INDEX RESULT ..." (faithful) and "RESULT ..." (flash2-tc); any DIFF/FAIL is a failure,
-# whatever the exit status said.
-bad_rows="$(awk '$1 == "DIFF" || $1 == "FAIL" || $2 == "DIFF" || $2 == "FAIL"' "$out/sweep.txt")"
-if [[ -n "$bad_rows" ]]; then
-  record "sweep rows" "FAIL" "$(wc -l <<<"$bad_rows") DIFF/FAIL rows in sweep.txt"
-fi
-if ! grep -qE '^[0-9]+ checks compared, 0 failed' "$out/sweep.txt"; then
-  record "sweep count" "FAIL" "no '<n> checks compared, 0 failed' line in sweep.txt"
-fi
-
-# ---- 4. one point on both backends, and flash2-tc ----
-for backend in cpu cuda; do
-  run_step "point $backend" "point-$backend.txt" "$attndev_bin" point --backend "$backend" \
-    --algo flash2 --policy kernel-bf16 --n 1000 --n-kv 1000 --d 64 --heads 2 --causal --seed 3
-done
-run_step "point cuda flash2-tc" point-flash2-tc.txt "$attndev_bin" point --backend cuda \
-  --algo flash2-tc --policy kernel-bf16 --n 4096 --d 128 --heads 4 --br 128 --bc 64 --seed 3
-
-# ---- 5. throughput ----
-if run_step "throughput" throughput.txt "$check_tool" throughput --batch 4 --heads 16 --n 8192 \
-  --d 128 --repeats 10; then
-  ratio="$(sed -n 's/.*dense GEMM rate: \([0-9.]*\) (non-causal).*/\1/p' "$out/throughput.txt")"
-  if [[ -z "$ratio" ]]; then
-    record "throughput ratio" "FAIL" "no ratio line in throughput.txt"
-  elif awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }'; then
-    record "throughput goal" "INFO" "flash2-tc / cuBLAS = $ratio: goal >= 0.5 met"
-  else
-    record "throughput goal" "INFO" "flash2-tc / cuBLAS = $ratio: goal >= 0.5 NOT met"
+# ---- 2. the groups ----
+for g in "${selected[@]}"; do
+  gout="$out/$g"
+  rm -rf "$gout" "$out/$g.tar.gz"
+  mkdir -p "$gout"
+  echo "== group $g: $(group_summary "$g")"
+  start=$SECONDS
+  # Summary lines on stdout (and checks.txt); the group's logs on stderr go to group.log.
+  CTEST="$ctest_bin" NVCC="$nvcc_bin" JOBS="$jobs" timeout --kill-after=10 "$group_timeout" \
+    bash "$groups_dir/$g.sh" "$build" "$gout" 2>"$gout/group.log" | tee "$gout/checks.txt"
+  rc=${PIPESTATUS[0]}
+  # Summary lines: "PASS|FAIL|INFO|SKIP <check>: ..." (_common.bash), or "<group>: PASS|FAIL ..."
+  # (the twin groups' form).
+  grep -E '^(PASS|FAIL|INFO|SKIP)\b|^[A-Za-z0-9_-]+: .*\b(PASS|FAIL)\b' "$gout/checks.txt" |
+    sed "s/^/  [$g] /" >>"$summary"
+  case "$rc" in
+    0) verdict=PASS ;;
+    77) verdict=SKIP ;;
+    124|137) verdict="FAIL(timed out after $group_timeout s)" ;;
+    *) verdict="FAIL(rc=$rc)" ;;
+  esac
+  if [[ $rc -eq 0 ]] && grep -qE '^(FAIL|SKIP)\b|^[A-Za-z0-9_-]+: FAIL\b' "$gout/checks.txt"; then
+    verdict="FAIL(a FAIL line with exit status 0)"  # the lines are read, whatever the status said
   fi
-fi
-
-# ---- 6. PyTorch's CUDA backends as external variants ----
-if [[ $torch -eq 1 ]]; then
-  rm -rf "$out/torch-cuda"
-  run_step "torch cuda backends" torch-cuda.log "$attndev_bin" run \
-    configs/validation/torch-cuda.json -o "$out/torch-cuda"
-  [[ -f "$out/torch-cuda/summary.md" ]] && cp "$out/torch-cuda/summary.md" "$out/torch-cuda.md"
-else
-  record "torch cuda backends" "INFO" "left out (--no-torch)"
-fi
-
-# ---- 7. registers and spills per kernel, as built ----
-cuobjdump_bin="$(dirname "$nvcc_bin")/cuobjdump"
-cuda_lib="$(target_path attndev_cuda)"
-if [[ -x "$cuobjdump_bin" && -f "$cuda_lib" ]]; then
-  "$cuobjdump_bin" --dump-resource-usage "$cuda_lib" >"$out/resource-usage.txt" 2>&1 &&
-    record "resource usage" "INFO" "resource-usage.txt" ||
-    record "resource usage" "INFO" "cuobjdump failed (resource-usage.txt)"
-fi
+  record "group $g" "$verdict" "($((SECONDS - start)) s, $g.tar.gz)"
+  tar -czf "$out/$g.tar.gz" -C "$out" "$g" || record "tar $g" "FAIL" "could not write $g.tar.gz"
+done
 
 finish

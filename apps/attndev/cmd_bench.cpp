@@ -18,11 +18,13 @@
 #include <vector>
 
 #include "attention/attention.hpp"
+#include "bench_cuda.hpp"
 #include "bench_gemm.hpp"
 #include "cli_util.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "experiment_cli.hpp"
 #include "experiment/spec/memory.hpp"
 #include "inputs/random_inputs.hpp"
 #include "io/memory.hpp"
@@ -32,11 +34,11 @@ namespace attndev::app {
 
 namespace {
 
-// bench times the CPU emulator; the tensor-core kernel runs only on a GPU, where its timing and
-// its check against the reference are scripts/gpu-check.sh's (conventions #12: check, then time).
+// bench times the CPU emulator; the tensor-core kernel runs only on a GPU, where `bench --backend
+// cuda` checks and times it with the other parts of a point (conventions #12: check, then time).
 constexpr std::string_view kTensorCoreNote =
-    "flash2-tc, the tensor-core CUDA kernel, is not timed here (bench times the CPU emulator): "
-    "scripts/gpu-check.sh checks and times it on a GPU";
+    "flash2-tc, the tensor-core CUDA kernel, is not an emulator algorithm: bench --backend cuda "
+    "checks and times it on a GPU";
 
 struct BenchArgs {
   int n = 4096;
@@ -54,6 +56,7 @@ struct BenchArgs {
   bool all = false;
   bool generic = false;
   bool json = false;
+  std::string backend = "cpu";
 };
 
 struct Config {
@@ -283,8 +286,31 @@ void print_bench_table(const BenchArgs& a, const BenchRun& b,
   std::printf("x eigen: emulator time / GEMM time (1.00 = as fast as two plain matrix products)\n");
 }
 
+// --backend cuda: the run-level cuda backend's parts at one point (bench_cuda.cpp).
+void run_bench_on_device(const BenchArgs& a) {
+  if (a.all)
+    throw UsageError(
+        "--all times the CPU emulator's standard set; with --backend cuda bench "
+        "times one point's parts on the GPU: drop one of the two");
+  if (a.generic)
+    throw UsageError("--generic selects a CPU path; it has no meaning with --backend cuda");
+  CudaBenchArgs c;
+  c.shape = attention::Shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
+  c.causal = a.causal;
+  c.block_r = a.br;
+  c.block_c = a.bc;
+  c.policy = a.policy;
+  c.repeats = a.repeats;
+  c.json = a.json;
+  run_cuda_bench(c);
+}
+
 void run_bench(const BenchArgs& a) {
   check_args(a);
+  if (parse_run_backend(a.backend) == experiment::Backend::cuda) {
+    run_bench_on_device(a);
+    return;
+  }
   const std::vector<Config> configs = configs_of(a);
 
   BenchRun b;
@@ -358,6 +384,12 @@ void add_bench_command(cli::Command& app) {
   cmd->add_flag("--generic", args->generic,
                 "Force the generic path (every operation through the numerics *_in functions)");
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
+  cmd->add_option("--backend", args->backend,
+                  "cpu (the emulator, the default) or cuda: one point's parts on the GPU, one line "
+                  "each (inputs, golden, flash2 and baseline twins under --policy, flash2-tc and "
+                  "the cuBLAS baseline), each checked on a small problem before it is timed; "
+                  "without a GPU, exit 2 before anything runs")
+      ->capture_default_str();
   cmd->callback([args] { run_bench(*args); });
 }
 

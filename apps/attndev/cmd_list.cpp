@@ -38,6 +38,9 @@ std::vector<BackendInfo> backend_availability() {
   out.push_back({"cuda", gpu, gpu ? cuda::device_info().describe() : why});
   for (const cuda::KernelInfo& k : cuda::kernel_catalog())
     out.push_back({std::string("cuda/") + cuda::kernel_name(k.kernel), gpu, k.covers});
+  out.push_back({"cuda (run-level)", gpu,
+                 "\"backend\": \"cuda\" / --backend cuda: inputs, golden and every emulated "
+                 "variant on the GPU, bit-identical to cpu (docs/cuda.md)"});
 #else
   out.push_back({"cuda", false, "not built (configure with the CUDA toolkit installed)"});
 #endif

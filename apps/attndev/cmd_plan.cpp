@@ -19,12 +19,18 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "experiment/spec/inputs.hpp"
+#include "experiment/spec/device_memory.hpp"
 #include "experiment/spec/memory.hpp"
 #include "experiment/spec/plan.hpp"
 #include "experiment/run/progress.hpp"
 #include "experiment/run/variant_runner.hpp"
 #include "experiment_cli.hpp"
+#include "exit_codes.hpp"
 #include "io/memory.hpp"
+
+#if ATTNDEV_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
 
 namespace attndev::app {
 
@@ -71,6 +77,8 @@ struct PlanArgs {
   bool no_estimate = false;
   int threads = 0;
   bool json = false;
+  std::string backend;        // empty: the config's
+  std::string device_memory;  // a size: plan for a GPU of this memory (else the device's, if any)
 };
 
 // What `plan` reports, computed once and printed as a table or as JSON.
@@ -87,7 +95,35 @@ struct PlanView {
   std::uint64_t rows_bytes = 0;  // the shard's result rows, held by run's tables, report, merge
   std::optional<std::uint64_t> available;
   std::optional<double> seconds;  // the estimate; none with --no-estimate
+  // Device memory (device_memory.hpp): the peak over the shard's points, the memory it is held
+  // against (--device-memory, else the device's, else none) and the points that cannot fit.
+  experiment::DevicePeak device_peak;
+  std::optional<std::uint64_t> device_bytes;
+  std::string device_name;  // "--device-memory" or the device's description
+  std::vector<experiment::DeviceMisfit> misfits;
+  std::size_t misfits_more = 0;
 };
+
+// The memory a plan's GPU work is held against: --device-memory, else this machine's device.
+void device_memory_of(const PlanArgs& a, PlanView& v) {
+  if (!a.device_memory.empty()) {
+    try {
+      v.device_bytes = experiment::parse_byte_size(a.device_memory);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--device-memory: ") + e.what());
+    }
+    v.device_name = "--device-memory " + a.device_memory;
+    return;
+  }
+#if ATTNDEV_HAVE_CUDA
+  std::string why;
+  if (cuda::cuda_available(why)) {
+    const cuda::DeviceInfo d = cuda::device_info();
+    v.device_bytes = d.global_memory_bytes;
+    v.device_name = d.describe();
+  }
+#endif
+}
 
 // Work: every variant at every point, except tile-independent ones once per input set; plus the
 // fp64 golden once per input set and input format.
@@ -113,6 +149,7 @@ void count_work(PlanView& v) {
 PlanView make_view(const PlanArgs& a) {
   PlanView v;
   v.config = load_config_or_usage(a.config, a.overrides).config;
+  if (!a.backend.empty()) v.config.backend = parse_run_backend(a.backend);
   v.shard = parse_shard(a.shard);
   try {
     v.plan = experiment::make_plan(v.config);
@@ -127,9 +164,15 @@ PlanView make_view(const PlanArgs& a) {
   v.peak = experiment::plan_peak_bytes(v.config, v.plan, a.threads, v.shard.index, v.shard.count);
   v.rows_bytes = experiment::rows_bytes(v.config, v.points.size());
   v.available = io::available_memory_bytes();
+  v.device_peak = experiment::device_plan_peak(v.config, v.plan, v.shard.index, v.shard.count);
+  device_memory_of(a, v);
+  if (v.device_bytes && v.device_peak.point)
+    v.misfits = experiment::device_misfits(v.config, v.plan, *v.device_bytes, v.shard.index,
+                                           v.shard.count, a.max_points, v.misfits_more);
   if (a.no_estimate) return v;
   double seconds =
       v.golden_flops * seconds_per_flop(attention::Algorithm::baseline, numerics::kGoldenPolicy);
+  if (v.config.backend == experiment::Backend::cuda) return v;  // nothing runs on this CPU
   for (const auto& [i, f] : v.flops_by_variant) {
     const experiment::Variant& x = v.config.variants[i];
     if (x.backend != experiment::Backend::cpu) continue;
@@ -151,6 +194,8 @@ std::string reference_name(const experiment::Config& config, std::size_t v) {
   const int ref = config.output_reference(v);
   return ref >= 0 ? config.variants[static_cast<std::size_t>(ref)].name : "";
 }
+
+void print_device_memory(const PlanView& v);
 
 void print_plan_table(const PlanArgs& a, const PlanView& v) {
   const experiment::Config& config = v.config;
@@ -221,6 +266,54 @@ void print_plan_table(const PlanArgs& a, const PlanView& v) {
         "(calibrated by the CPU time of one 256x256x64 problem per variant on one thread, so the "
         "machine's load does not move it; cuda and external variants not counted)\n",
         experiment::format_duration(*v.seconds).c_str(), run_threads(a.threads));
+  else if (!a.no_estimate && v.config.backend == experiment::Backend::cuda)
+    std::printf(
+        "estimated time: not estimated for the cuda backend (attndev bench --backend cuda "
+        "times one point's parts on the GPU)\n");
+  print_device_memory(v);
+}
+
+// Device memory: the peak and, held against a known device, the points that cannot fit.
+void print_device_memory(const PlanView& v) {
+  if (!v.device_peak.point) return;
+  std::printf(
+      "device memory: %s at point %zu (%s: %s, plus %s for the CUDA context and "
+      "libraries)",
+      io::format_bytes(v.device_peak.bytes).c_str(), v.device_peak.point->index,
+      v.device_peak.part.name.c_str(), io::format_bytes(v.device_peak.part.bytes).c_str(),
+      io::format_bytes(experiment::kDeviceReserve).c_str());
+  if (!v.device_bytes) {
+    std::printf("; no device here: --device-memory 80GiB checks the plan against a GPU's memory\n");
+    return;
+  }
+  std::printf("; %s has %s\n", v.device_name.c_str(), io::format_bytes(*v.device_bytes).c_str());
+  if (v.misfits.empty()) return;
+  std::printf("points that cannot fit in device memory (%zu):\n",
+              v.misfits.size() + v.misfits_more);
+  Table t({"#", "needs", "largest part", "point"});
+  for (const experiment::DeviceMisfit& m : v.misfits)
+    t.add_row({std::to_string(m.point->index), io::format_bytes(m.bytes),
+               m.part.name + " " + io::format_bytes(m.part.bytes), m.point->describe()});
+  t.print(stdout, /*left_align_all=*/true);
+  if (v.misfits_more) std::printf("... %zu more (--max-points)\n", v.misfits_more);
+}
+
+nlohmann::json device_memory_json(const PlanView& v) {
+  if (!v.device_peak.point) return nullptr;
+  nlohmann::json misfits = nlohmann::json::array();
+  for (const experiment::DeviceMisfit& m : v.misfits)
+    misfits.push_back({{"index", m.point->index},
+                       {"bytes", m.bytes},
+                       {"largest_part", m.part.name},
+                       {"largest_part_bytes", m.part.bytes}});
+  return {{"peak_bytes", v.device_peak.bytes},
+          {"peak_point", v.device_peak.point->index},
+          {"peak_part", v.device_peak.part.name},
+          {"reserve_bytes", experiment::kDeviceReserve},
+          {"device_bytes", v.device_bytes ? nlohmann::json(*v.device_bytes) : nlohmann::json()},
+          {"device", v.device_name},
+          {"misfits_total", v.misfits.size() + v.misfits_more},
+          {"misfits", misfits}};
 }
 
 void print_plan_json(const PlanArgs& a, const PlanView& v) {
@@ -268,6 +361,8 @@ void print_plan_json(const PlanArgs& a, const PlanView& v) {
       {"rows_memory_bytes", v.rows_bytes},
       {"available_memory_bytes", v.available ? nlohmann::json(*v.available) : nlohmann::json()},
       {"estimated_seconds", v.seconds ? nlohmann::json(*v.seconds) : nlohmann::json()},
+      {"backend", experiment::backend_name(config.backend)},
+      {"device_memory", device_memory_json(v)},
       {"warnings", v.warnings}};
   std::printf("%s\n", out.dump(2).c_str());
 }
@@ -288,6 +383,11 @@ void add_plan_command(cli::Command& app) {
                 "Skip the calibration run behind the time estimate");
   cmd->add_option("-j,--threads", args->threads, "Threads the estimate assumes (0: all)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the tables");
+  cmd->add_option("--backend", args->backend,
+                  "Plan for this run-level backend (cpu or cuda) instead of the config's");
+  cmd->add_option("--device-memory", args->device_memory,
+                  "Hold the GPU work against a device of this memory (80GiB, 141GB, bytes) "
+                  "instead of this machine's device: plan a GPU run on a CPU machine");
   cmd->callback([args] {
     if (args->threads < 0)
       throw UsageError("-j/--threads must be >= 0, got " + std::to_string(args->threads));
@@ -297,6 +397,16 @@ void add_plan_command(cli::Command& app) {
       print_plan_json(*args, view);
     else
       print_plan_table(*args, view);
+    // A point the device cannot hold is refused as `run` would refuse it, after the numbers.
+    if (!view.misfits.empty()) {
+      std::fprintf(stderr,
+                   "attndev: error: %zu point(s) cannot fit in the device memory of %s (%s); "
+                   "leave them out (-a seq_len=[...] or a constraint) or plan for a larger "
+                   "device\n",
+                   view.misfits.size() + view.misfits_more, view.device_name.c_str(),
+                   io::format_bytes(*view.device_bytes).c_str());
+      throw CommandExit{kExitUsage};
+    }
   });
 }
 

@@ -21,6 +21,7 @@
 #include "exit_codes.hpp"
 #include "config/policy_json.hpp"
 #include "experiment/spec/config.hpp"
+#include "experiment/run/device_backend.hpp"
 #include "experiment/run/dump.hpp"
 #include "experiment/spec/inputs_file.hpp"
 #include "experiment/spec/memory.hpp"
@@ -50,9 +51,11 @@ struct PointArgs {
   std::uint64_t seed = 0;
   int threads = 0;
   bool json = false;
-  std::string backend = "cpu";  // where the variant runs; golden and baseline stay on the emulator
-  std::string inputs;           // Q, K, V from this file instead of drawing them
-  std::string dump;             // write inputs, golden and outputs (safetensors) here
+  // cpu: everything on the emulator. cuda: the variant on its CUDA kernel, and the inputs, the
+  // golden and the baseline (the emulated twin) on the device as well (the run-level backend).
+  std::string backend = "cpu";
+  std::string inputs;              // Q, K, V from this file instead of drawing them
+  std::string dump;                // write inputs, golden and outputs (safetensors) here
   bool shape_flags_given = false;  // --n, --n-kv, --d, --batch, --heads, --dist or --seed
 };
 
@@ -116,6 +119,11 @@ attention::ScalePlacement parse_scale_placement(const std::string& text) {
 
 PointSetup validate(const PointArgs& a) {
   PointSetup s;
+  if (a.backend == "cuda") {
+    // Before anything is computed: without a device nothing of the point can run as asked.
+    const std::string missing = experiment::cuda_backend_missing();
+    if (!missing.empty()) throw UsageError("--backend cuda: " + missing);
+  }
   s.policy = parse_policy_arg(a.policy, "--policy");
   s.variant = variant_from_flags(a.algo, s.policy, a.backend);
   s.baseline_policy = a.baseline_policy.empty()
@@ -157,6 +165,10 @@ void require_memory(const attention::Shape& shape, const attention::Options& opt
                  " d=" + std::to_string(shape.head_dim) + ")");
 }
 
+bool on_device(const PointArgs& a) {
+  return a.backend == "cuda";
+}
+
 // One set of inputs, rounded once to the variant's input format: the golden and the variant see
 // the same values. A baseline policy with a narrower input format rounds them again in its own
 // input stage (that rounding is part of what it measures).
@@ -164,6 +176,7 @@ attention::Inputs point_inputs(const PointArgs& a, const PointSetup& s) {
   if (a.inputs.empty()) {
     const attention::Shape shape{a.batch, a.heads, a.n, a.n_kv > 0 ? a.n_kv : a.n, a.d};
     require_memory(shape, s.options, /*inputs_held=*/false);
+    if (on_device(a)) return experiment::device_drawn(shape, s.dist, a.seed)(s.policy.input);
     return measure::drawn(shape, s.dist, a.seed)(s.policy.input);
   }
   attention::Inputs raw;
@@ -195,9 +208,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // The variant's output; a skipped variant compared nothing (exit 3), a failed one is an error.
+// On the device an emulated (cpu) variant runs as its twin.
 attention::Output run_or_exit(const experiment::Variant& v, const attention::Inputs& inputs,
-                              const attention::Options& options, double& seconds) {
-  experiment::VariantOutcome r = experiment::run_variant(v, inputs, options);
+                              const attention::Options& options, bool device, double& seconds) {
+  experiment::VariantOutcome r = device && v.backend == experiment::Backend::cpu
+                                     ? experiment::run_twin_variant(v, inputs, options)
+                                     : experiment::run_variant(v, inputs, options);
   seconds = r.runtime_ms / 1e3;
   if (r.status.kind == experiment::StatusKind::skipped) {
     std::fprintf(stderr, "attndev point: %s: nothing compared\n", r.status.text().c_str());
@@ -214,7 +230,8 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
   r.inputs_s = seconds_since(start);
   start = std::chrono::steady_clock::now();
   try {
-    r.golden = measure::golden_of(r.inputs, s.options);
+    r.golden = measure::golden_of(r.inputs, s.options,
+                                  on_device(a) ? experiment::device_golden() : measure::GoldenFn{});
   } catch (const std::invalid_argument& e) {
     // The emulator names the impossible field; it came from a flag, so it is a usage error.
     throw UsageError(std::string("point: ") + e.what());
@@ -226,8 +243,8 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
     std::fprintf(stderr, "attndev point: skipped: %s: nothing compared\n", why->c_str());
     throw CommandExit{kExitNothingCompared};
   }
-  r.variant_out = run_or_exit(s.variant, r.inputs, s.options, r.variant_s);
-  r.baseline_out = run_or_exit(s.baseline, r.inputs, s.options, r.baseline_s);
+  r.variant_out = run_or_exit(s.variant, r.inputs, s.options, on_device(a), r.variant_s);
+  r.baseline_out = run_or_exit(s.baseline, r.inputs, s.options, on_device(a), r.baseline_s);
   r.variant_dev = measure::deviation(r.variant_out.o.data, r.golden, s.policy.output);
   r.baseline_dev = measure::deviation(r.baseline_out.o.data, r.golden, s.policy.output);
   r.max_rel_floor = measure::max_rel_floor(s.policy.output, r.golden.max_abs);
@@ -267,6 +284,16 @@ void dump_point(const PointArgs& a, const PointSetup& s, const PointResult& r) {
 std::string algorithm_label(const experiment::Variant& v) {
   return experiment::variant_algorithm_name(v) +
          (v.backend == experiment::Backend::cuda ? " (cuda)" : "");
+}
+
+// Where each part was computed (a results row's ran_on, with the baseline beside the variant).
+nlohmann::json ran_on_json(const PointArgs& a, const PointSetup& s) {
+  const experiment::Backend run =
+      on_device(a) ? experiment::Backend::cuda : experiment::Backend::cpu;
+  const bool from_file = !a.inputs.empty();
+  nlohmann::json j = experiment::ran_on(run, s.variant, from_file).to_json();
+  j["baseline"] = experiment::ran_on(run, s.baseline, from_file).variant;
+  return j;
 }
 
 void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
@@ -309,6 +336,7 @@ void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
       {"variant", deviation_json(dv, r.variant_s)},
       {"baseline", deviation_json(db, r.baseline_s)},
       {"ratio_to_baseline", ratios},
+      {"ran_on", ran_on_json(a, s)},
       {"provenance", provenance_json()}};
   std::printf("%s\n", out.dump(2).c_str());
 }
@@ -339,8 +367,13 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
                   : "from --baseline-policy");
   std::printf(
       "time: inputs %.3f s, golden %.3f s, variant %.3f s, baseline %.3f s; "
-      "max_rel floor %s\n\n",
+      "max_rel floor %s\n",
       r.inputs_s, r.golden_s, r.variant_s, r.baseline_s, format_number(r.max_rel_floor).c_str());
+  const nlohmann::json ran = ran_on_json(a, s);
+  std::printf("ran on: inputs %s, golden %s, variant %s, baseline %s, metrics %s\n\n",
+              ran["inputs"].get<std::string>().c_str(), ran["golden"].get<std::string>().c_str(),
+              ran["variant"].get<std::string>().c_str(), ran["baseline"].get<std::string>().c_str(),
+              ran["metrics"].get<std::string>().c_str());
   Table t({"metric (vs fp64 golden)", algo_name, "baseline", "ratio"});
   const auto row = [&](const char* name, double v, double b) {
     t.add_row({name, format_number(v), format_number(b), format_number(ratio(v, b), 2)});
@@ -426,9 +459,11 @@ void add_point_command(cli::Command& app) {
   cmd->add_option("-j,--threads", args->threads, "Threads (0: all hardware threads)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
-  cmd->add_option("--backend", args->backend,
-                  "Where the variant runs: cpu (emulator) or cuda (GPU; --algorithm may then also "
-                  "be flash2-tc)")
+  cmd->add_option(
+         "--backend", args->backend,
+         "cpu (the emulator) or cuda: the variant on its CUDA kernel (--algorithm may then "
+         "also be flash2-tc), and the inputs, golden and baseline on the GPU too; without "
+         "a GPU, exit 2 before anything is computed")
       ->capture_default_str();
   cmd->callback([args, shape_flags] {
     for (const cli::Option* o : shape_flags) args->shape_flags_given |= o->count() > 0;

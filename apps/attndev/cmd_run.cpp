@@ -17,6 +17,7 @@
 #include "cli_util.hpp"
 #include "commands.hpp"
 #include "exit_codes.hpp"
+#include "experiment/run/device_backend.hpp"
 #include "experiment/spec/memory.hpp"
 #include "experiment/spec/plan.hpp"
 #include "experiment/run/progress.hpp"
@@ -41,6 +42,7 @@ struct RunArgs {
   double log_interval = 30;
   bool no_summary = false;
   bool no_retry = false;
+  std::string backend;  // empty: the config's "backend"
 };
 
 experiment::RunOptions run_options(const RunArgs& a, const LoadedConfig& loaded,
@@ -90,7 +92,8 @@ void finish_run(const RunArgs& a, const experiment::RunReport& report, const Sha
 // under the stop signals, the progress line. `a.config` names the config in messages.
 experiment::RunReport execute_run(const RunArgs& a, const LoadedConfig& loaded,
                                   const ShardSpec& shard) {
-  const experiment::Config& config = loaded.config;
+  experiment::Config config = loaded.config;
+  if (!a.backend.empty()) config.backend = parse_run_backend(a.backend);
   if (a.threads < 0)
     throw UsageError("-j/--threads must be >= 0, got " + std::to_string(a.threads));
   experiment::Plan plan;
@@ -102,6 +105,12 @@ experiment::RunReport execute_run(const RunArgs& a, const LoadedConfig& loaded,
   // The same warnings as validate and plan: a sweep that runs for hours should say up front
   // what it will compare across formats.
   print_config_warnings(a.config, experiment::config_warnings(config));
+  // The device, its twins and its memory (run-level cuda backend): refused before anything runs.
+  try {
+    experiment::require_cuda_backend(config, plan, shard.index, shard.count);
+  } catch (const experiment::ConfigError& e) {
+    throw UsageError(a.config + ": " + e.what());
+  }
   // Before the folder is touched: a point that cannot fit fails now, not after hours.
   const experiment::PlanPeak peak =
       experiment::plan_peak_bytes(config, plan, a.threads, shard.index, shard.count);
@@ -192,6 +201,9 @@ void add_run_command(cli::Command& app) {
   cmd->add_flag("--no-summary", args->no_summary, "Do not print summary.md at the end");
   cmd->add_flag("--no-retry", args->no_retry,
                 "Keep points with a failed row as they are (default: run them again)");
+  cmd->add_option("--backend", args->backend,
+                  "Where the run's own work runs: cpu, or cuda (inputs, golden and emulated "
+                  "variants on the GPU, bit-identical to cpu; overrides the config's \"backend\")");
   cmd->callback([args] { run_run(*args); });
 }
 

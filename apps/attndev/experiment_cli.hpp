@@ -37,6 +37,16 @@ inline LoadedConfig load_config_or_usage(const std::string& path,
   }
 }
 
+// --backend of run, point and bench: where the run's own work (inputs, golden, emulated
+// variants) runs.
+inline experiment::Backend parse_run_backend(const std::string& text) {
+  if (text == "cpu") return experiment::Backend::cpu;
+  if (text == "cuda") return experiment::Backend::cuda;
+  throw UsageError("--backend: unknown backend \"" + text +
+                   "\"; cpu (the emulator) or cuda (inputs, golden and emulated variants on the "
+                   "GPU)");
+}
+
 struct ShardSpec {
   std::size_t index = 0;
   std::size_t count = 1;

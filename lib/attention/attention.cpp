@@ -202,12 +202,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
     twins::run_twin(algorithm, p, out);
     return out;
   }
-  // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and
-  // Hadamard steps have no framework-tensor counterpart in attndev.
-  if (is_fp8_algorithm(algorithm) && policy.model == numerics::Model::framework)
-    throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
-                                " models FA-3's fp8 kernel: the framework rounding model does "
-                                "not apply; use a kernel-model policy such as fp8-e4m3");
+  detail::require_fp8_policy(algorithm, policy);
   const detail::FastKind kind = options.path == Options::Path::generic
                                     ? detail::FastKind::none
                                     : detail::fast_kind(algorithm, policy);

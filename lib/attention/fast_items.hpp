@@ -153,7 +153,7 @@ void run_fp8_t(Algorithm algorithm, const Fp8Problem& f, Output& out) {
   run_items<T, kStats, kFramework>(
       algorithm, p, pk,
       [&f](const RowBlock& rb) {
-        return Fp8Dequant{&f.q, &f.k, &f.v, rb.b, rb.h};
+        return Fp8Dequant{f.q.view(), f.k.view(), f.v.view(), rb.b, rb.h};
       },
       out);
 }

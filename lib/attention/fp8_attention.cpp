@@ -1,7 +1,7 @@
 // The fp8 algorithms, emulated: flash3-fp8 (FlashAttention-3's fp8 forward, Shah et al., 2024,
 // Sec. 3.3 and Table 3) and its ablations, and baseline-fp8 (Table 3's fp8 baseline). They are
 // flash2's and baseline's row functions (rows/flash2.hpp, rows/baseline.hpp) run on e4m3 Q, K, V
-// with the Fp8Dequant hook (fp8_attention.hpp), not copies of them.
+// with the Fp8Dequant hook (fp8_dequant.hpp), not copies of them.
 //
 // Preparation (prepare_fp8), from Q, K, V held in the policy's `input` format (fp16/bf16):
 //   incoherent processing (optional, flash3): Q <- R_input((Q D) H / sqrt(d)), same for K,
@@ -45,6 +45,15 @@ bool is_fp8_format(numerics::Format f) {
 }
 
 }  // namespace
+
+void require_fp8_policy(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
+  // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and
+  // Hadamard steps have no framework-tensor counterpart in attndev.
+  if (is_fp8_algorithm(algorithm) && policy.model == numerics::Model::framework)
+    throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
+                                " models FA-3's fp8 kernel: the framework rounding model does "
+                                "not apply; use a kernel-model policy such as fp8-e4m3");
+}
 
 Fp8Problem prepare_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options) {
   if (is_fp8_format(p.policy.input))
@@ -91,7 +100,7 @@ void run_fp8(Algorithm algorithm, const Problem& p, const Options::Fp8& options,
   const std::size_t items = row_block_count(p.shape, rows);
   parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
     const RowBlock rb = row_block(p.shape, rows, item);
-    const Fp8Dequant dequant{&f.q, &f.k, &f.v, rb.b, rb.h};
+    const Fp8Dequant dequant{f.q.view(), f.k.view(), f.v.view(), rb.b, rb.h};
     if (baseline) {
       baseline_generic_rows(p, f.q.values, f.k.values, f.v.values, dequant, rb, out);
     } else {

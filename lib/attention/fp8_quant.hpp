@@ -19,6 +19,7 @@
 
 #include "attention/attention.hpp"
 #include "numerics/format.hpp"
+#include "numerics/host_device.hpp"
 
 namespace attndev::attention::fp8 {
 
@@ -26,16 +27,26 @@ inline constexpr numerics::Format kFp8Format = numerics::Format::fp8_e4m3;
 // Scales are computed and applied in fp32, as a kernel's epilogue holds them.
 inline constexpr numerics::Format kScaleFormat = numerics::Format::fp32;
 
+// The scales of a ScaledTensor as plain pointers and counts (ATTNDEV_HD): what the Dequant hook
+// reads, on the CPU and in the CUDA twins (a copy of the scales in device memory).
+struct ScaleView {
+  const double* scales = nullptr;  // (B, H, blocks_per_head)
+  int heads = 1;
+  int block_rows = 1;
+  int blocks_per_head = 1;
+  ATTNDEV_HD double scale(int b, int h, int row) const {
+    return scales[(static_cast<std::size_t>(b) * heads + h) * blocks_per_head + row / block_rows];
+  }
+};
+
 struct ScaledTensor {
   Tensor values;               // (B, H, N, d) e4m3 values (held as double, exactly)
   int block_rows = 1;          // rows of one (b, h) that share a scale
   int blocks_per_head = 1;     // ceil(N / block_rows)
   std::vector<double> scales;  // (B, H, blocks_per_head) fp32 scales, > 0
 
-  double scale(int b, int h, int row) const {
-    return scales[(static_cast<std::size_t>(b) * values.heads + h) * blocks_per_head +
-                  row / block_rows];
-  }
+  ScaleView view() const { return {scales.data(), values.heads, block_rows, blocks_per_head}; }
+  double scale(int b, int h, int row) const { return view().scale(b, h, row); }
   // x8 * scale in double (exact: 4 significant bits times 24), for tests and the golden's view.
   Tensor dequantized() const;
 };

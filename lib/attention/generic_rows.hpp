@@ -1,7 +1,7 @@
 // The generic path's drivers: one work item (a block of query rows of one (batch, head)) through
 // a row function of rows/ in PolicyArith with the scalar kernels, its scratch in vectors. The
 // plain algorithms pass their problem's tensors and NoDequant; the fp8 algorithms pass the e4m3
-// tensors and their Fp8Dequant (fp8_attention.hpp), so both run the same loops.
+// tensors and their Fp8Dequant (fp8_dequant.hpp), so both run the same loops.
 #pragma once
 
 #include <cstddef>

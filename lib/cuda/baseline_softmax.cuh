@@ -55,20 +55,25 @@ ATTNDEV_HD void softmax_row_from_dots(const rows::Params& p, const Acc* dots, in
 struct SoftmaxParams {
   int heads_in_chunk;  // (b, h) pairs in this chunk
   int first_head;      // flat (b * H + h) of the chunk's first head
+  int rows_in_chunk;   // query rows of each head in this chunk: all N_q, or a slice of them
+  int first_row;       // the slice's first query row
   rows::Params rows;
   double* lse;  // (B, H, N_q), indexed by the flat head
 };
 
-// One thread per (head, query row). Reads the raw dot products S (N_q, N_kv) of the GEMM in its
-// accumulator type, writes P (N_q, N_kv) in the GEMM operand type T.
+// One thread per (head, query row) of the chunk. Reads the raw dot products S (rows_in_chunk,
+// N_kv) of each head from the GEMM in its accumulator type, writes P (rows_in_chunk, N_kv) in
+// the GEMM operand type T.
 template <class Acc, class T>
 __global__ void softmax_rows_kernel(const Acc* scores, T* probs, SoftmaxParams p) {
   const long row = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (row >= static_cast<long>(p.heads_in_chunk) * p.rows.seq_q) return;
-  const int i = static_cast<int>(row % p.rows.seq_q);
+  if (row >= static_cast<long>(p.heads_in_chunk) * p.rows_in_chunk) return;
+  const int head = static_cast<int>(row / p.rows_in_chunk);
+  const int i = p.first_row + static_cast<int>(row % p.rows_in_chunk);
   const Acc* s_row = scores + static_cast<std::size_t>(row) * p.rows.seq_kv;  // (N_kv)
   T* p_row = probs + static_cast<std::size_t>(row) * p.rows.seq_kv;           // (N_kv)
-  double* lse = p.lse + static_cast<std::size_t>(p.first_head) * p.rows.seq_q + row;
+  double* lse = p.lse + (static_cast<std::size_t>(p.first_head) + head) * p.rows.seq_q +
+                static_cast<std::size_t>(i);
   softmax_row_from_dots(
       p.rows, s_row, i, [&](int j, double prob) { store_as(prob, p_row[j]); }, lse);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "attention/fp8_attention.hpp"
 #include "attention/problem.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.cuh"
@@ -27,11 +28,22 @@ constexpr int kMinSmMajor = 8;  // mma.sync bf16, cp.async, ldmatrix: sm_80 and 
 // Chooses the launcher for the selected tag (the tag is the instantiation; this only routes it).
 struct PrepareVisitor {
   const DeviceProblem& problem;
+  const attention::Problem& staged;  // the emulator's input stage, on the host
+  const attention::Options& options;
   std::optional<Prepared>& out;
   template <class Tag>
   void operator()(Tag) const {
     if constexpr (requires { Tag::kAlgorithm; }) {
-      out = prepare_faithful<Tag::kAlgorithm>(problem);
+      if constexpr (attention::is_fp8_algorithm(Tag::kAlgorithm)) {
+        // The CPU's own preparation (quantization, the Hadamard rotation) and its refusals: the
+        // twin differs from attention::run only in where the rows run.
+        attention::detail::require_fp8_policy(Tag::kAlgorithm, staged.policy);
+        const attention::detail::Fp8Problem f =
+            attention::detail::prepare_fp8(Tag::kAlgorithm, staged, options.fp8);
+        out = prepare_faithful_fp8<Tag::kAlgorithm>(problem, f.q, f.k, f.v);
+      } else {
+        out = prepare_faithful<Tag::kAlgorithm>(problem);
+      }
     } else if constexpr (requires { Tag::kHeadDim; }) {
       out = prepare_flash2_tc(TcKey::of<Tag>(), problem);
     } else {
@@ -130,13 +142,19 @@ std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& p
   return check_supported(kernel, policy, shape, options).reason;
 }
 
-CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
-                       const attention::Inputs& inputs, const attention::Options& options,
-                       const TimingOptions& timing) {
+namespace {
+
+// One forward pass on device 0 of whatever `select_with(visitor)` chooses (select() for the
+// kernels, select_twin() for the emulated twins): the emulator's validation and input stage,
+// upload, launch (timed or not), download.
+template <class SelectWith>
+CudaRunResult run_selected(SelectWith&& select_with, const numerics::PrecisionPolicy& policy,
+                           const attention::Inputs& inputs, const attention::Options& options,
+                           const TimingOptions& timing) {
   attention::validate(inputs, options);  // the emulator's checks: a config fails alike on both
   const attention::Shape shape = inputs.shape();
   CudaRunResult result;
-  const Selection support = check_supported(kernel, policy, shape, options);
+  const Selection support = select_with([](auto) {});
   if (!support.supported) {
     result.status = RunStatus::skipped;
     result.reason = support.reason;
@@ -175,7 +193,7 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
                           staged.scale,
                           staged.row_params()};
     std::optional<Prepared> prepared;
-    select(kernel, policy, shape, options, PrepareVisitor{problem, prepared});
+    select_with(PrepareVisitor{problem, staged, options, prepared});
     if (!prepared) throw std::logic_error("dispatch selected no launcher");
 
     if (timing.enabled) {
@@ -202,6 +220,50 @@ CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
     cudaGetLastError();
   }
   return result;
+}
+
+}  // namespace
+
+CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing) {
+  const attention::Shape shape = inputs.shape();
+  return run_selected([&](auto&& visit) { return select(kernel, policy, shape, options, visit); },
+                      policy, inputs, options, timing);
+}
+
+std::string twin_unsupported_reason(attention::Algorithm algorithm,
+                                    const numerics::PrecisionPolicy& policy,
+                                    const attention::Shape& shape,
+                                    const attention::Options& options) {
+  return check_twin_supported(algorithm, policy, shape, options).reason;
+}
+
+CudaRunResult run_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing) {
+  // The emulator's own refusals first, as attention::run makes them: a twin fails where the CPU
+  // fails, with its words.
+  attention::validate(inputs, options);
+  const attention::Shape shape = inputs.shape();
+  if (const std::string why = attention::unsupported_reason(algorithm, policy, shape); !why.empty())
+    throw std::invalid_argument(why);
+  return run_selected(
+      [&](auto&& visit) { return select_twin(algorithm, policy, shape, options, visit); }, policy,
+      inputs, options, timing);
+}
+
+CudaRunResult golden_on_device(const attention::Inputs& inputs, const attention::Options& options,
+                               const TimingOptions& timing) {
+  return run_twin(attention::Algorithm::baseline, numerics::kGoldenPolicy, inputs, options, timing);
+}
+
+DeviceMemory device_memory() {
+  std::string why;
+  if (!cuda_available(why)) throw std::runtime_error(why);
+  DeviceMemory m;
+  ATTNDEV_CUDA_CHECK(cudaMemGetInfo(&m.free_bytes, &m.total_bytes));
+  return m;
 }
 
 }  // namespace attndev::cuda

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,10 @@
 
 #include "attention/attention.hpp"
 #include "numerics/policy.hpp"
+
+namespace attndev::inputs {
+struct DistributionParams;  // inputs/sample.hpp
+}
 
 namespace attndev::cuda {
 
@@ -121,6 +126,44 @@ std::string unsupported_reason(Kernel kernel, const numerics::PrecisionPolicy& p
 CudaRunResult run_cuda(Kernel kernel, const numerics::PrecisionPolicy& policy,
                        const attention::Inputs& inputs, const attention::Options& options,
                        const TimingOptions& timing = {});
+
+// ---- The run-level cuda backend: inputs, golden and emulated twins on the device ----
+//
+// These run the emulator's own code on the device (the generator's per-element function, the row
+// functions of lib/attention/rows), so their results equal the CPU's: inputs and O bit for bit;
+// lse within the last bits of log(), which libdevice and glibc compute differently.
+
+// Empty when the emulator's `algorithm` under `policy` runs on the device (dispatch.hpp's
+// select_twin), else why not. Needs no device.
+std::string twin_unsupported_reason(attention::Algorithm algorithm,
+                                    const numerics::PrecisionPolicy& policy,
+                                    const attention::Shape& shape,
+                                    const attention::Options& options);
+
+// attention::run(algorithm, policy, inputs, options) on device 0: the same validation and input
+// stage, the row functions in a faithful kernel, one thread per query row. Unsupported ->
+// skipped (never a fallback); a CUDA error -> failed.
+CudaRunResult run_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                       const attention::Inputs& inputs, const attention::Options& options,
+                       const TimingOptions& timing = {});
+
+// The FP64 golden on the device: run_twin(baseline, the fp64 policy), the streamed baseline row
+// (rows::baseline_row_streamed), whose memory is O(N d): N = 131072 at d = 128 fits.
+CudaRunResult golden_on_device(const attention::Inputs& inputs, const attention::Options& options,
+                               const TimingOptions& timing = {});
+
+// inputs::make_inputs(shape, dist, seed, format), drawn on device 0 by the generator's
+// per-element function and copied back. Throws std::invalid_argument for a shape make_inputs
+// refuses, std::runtime_error for a CUDA error or a missing device.
+attention::Inputs draw_inputs_on_device(const attention::Shape& shape,
+                                        const inputs::DistributionParams& dist, std::uint64_t seed,
+                                        numerics::Format format);
+
+// Free and total memory of device 0 (cudaMemGetInfo). Throws std::runtime_error without one.
+struct DeviceMemory {
+  std::size_t free_bytes = 0, total_bytes = 0;
+};
+DeviceMemory device_memory();
 
 // The dense matmul rate of this GPU: cuBLAS C(m,n) = A(m,k) B(k,n) in `input` (bf16 or fp16)
 // with fp32 accumulation, timed like run_cuda. The yardstick for flash2-tc's throughput.

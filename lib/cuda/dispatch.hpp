@@ -254,6 +254,72 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
   return detail::unsupported(kernel, "unknown kernel");
 }
 
+// The emulated twin of an algorithm on the device (the run-level cuda backend): the faithful
+// kernels run the emulator's row functions in PolicyArith, so every algorithm and every policy the
+// row functions model runs there as it runs on the CPU: kernel and framework models, fused or not,
+// every format and softmax form; the fp8 algorithms with the host's own quantization (prepare_fp8)
+// and the Fp8Dequant hook on the device. What the device does not carry is refused here with the
+// reason (`return refuse("...")`), so that the answer and the launch cannot disagree, and a run
+// that names such a variant is refused before anything runs, never run some other way: today the
+// tensor-core profiles ("mma") and the twins of the CUDA kernels (lib/attention/twins), both host
+// code. A policy field or algorithm joins the device path by being ATTNDEV_HD and read inside the
+// row functions, and by leaving this list.
+template <class Visit>
+Selection select_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& p,
+                      const attention::Shape& /*shape*/, const attention::Options& /*options*/,
+                      Visit&& visit) {
+  using attention::Algorithm;
+  const auto refuse = [&](const std::string& why) {
+    return Selection{false, std::string(attention::algorithm_name(algorithm)) +
+                                " on the cuda backend: " + why +
+                                "; run this variant with --backend cpu"};
+  };
+  // The tensor-core profiles (policy "mma", numerics/mma.hpp): the CPU's generic path runs their
+  // dot products through rows/tc_gemm.hpp's host function pointers, which the faithful kernels
+  // do not carry; run as ScalarKernels they would give other bits.
+  if (p.mma != numerics::mma::Arch::none)
+    return refuse(std::string("the tensor-core profile \"mma\": \"") +
+                  numerics::mma::arch_name(p.mma) +
+                  "\" is not modelled on the device yet (its dot products are host code)");
+  switch (algorithm) {
+    case Algorithm::baseline:
+      visit(FaithfulTag<Algorithm::baseline>{});
+      return {true, {}};
+    case Algorithm::flash1:
+      visit(FaithfulTag<Algorithm::flash1>{});
+      return {true, {}};
+    case Algorithm::flash2:
+      visit(FaithfulTag<Algorithm::flash2>{});
+      return {true, {}};
+    case Algorithm::flash3_fp8:
+      visit(FaithfulTag<Algorithm::flash3_fp8>{});
+      return {true, {}};
+    case Algorithm::flash3_fp8_per_tensor:
+      visit(FaithfulTag<Algorithm::flash3_fp8_per_tensor>{});
+      return {true, {}};
+    case Algorithm::flash3_fp8_no_hadamard:
+      visit(FaithfulTag<Algorithm::flash3_fp8_no_hadamard>{});
+      return {true, {}};
+    case Algorithm::baseline_fp8:
+      visit(FaithfulTag<Algorithm::baseline_fp8>{});
+      return {true, {}};
+    // The twins of the real CUDA kernels (lib/attention/twins/): their own loops, host code.
+    case Algorithm::flash2_tc_twin:
+    case Algorithm::fa2_cuda:
+    case Algorithm::fa2_cuda_unfused:
+    case Algorithm::mem_efficient:
+      return refuse("the twins of the CUDA kernels (lib/attention/twins) run on the host only");
+  }
+  return refuse("unknown algorithm");
+}
+
+inline Selection check_twin_supported(attention::Algorithm algorithm,
+                                      const numerics::PrecisionPolicy& policy,
+                                      const attention::Shape& shape,
+                                      const attention::Options& options) {
+  return select_twin(algorithm, policy, shape, options, [](auto) {});
+}
+
 // The capability answer alone (no launch).
 inline Selection check_supported(Kernel kernel, const numerics::PrecisionPolicy& policy,
                                  const attention::Shape& shape, const attention::Options& options) {

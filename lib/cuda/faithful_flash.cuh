@@ -1,6 +1,8 @@
-// Faithful flash1 / flash2 kernels: the CPU emulator's row functions
-// (lib/attention/rows/flash1.hpp, flash2.hpp), the very same code, run by one thread per (batch,
-// head, query row).
+// Faithful kernels, the emulated twins on the device: the CPU emulator's row functions
+// (lib/attention/rows/flash1.hpp, flash2.hpp, baseline.hpp), the very same code, run by one thread
+// per (batch, head, query row). The baseline runs its streamed form (baseline_row_streamed: the
+// row's scores recomputed per pass instead of held), which under the fp64 policy is the FP64
+// golden on the device.
 //
 // These exist for bit-equality with attention::run, not for speed. A thread runs its row as a
 // group of one row through every K/V block in increasing order, in double, rounding through the
@@ -11,22 +13,31 @@
 // never interact (rows/flash2.hpp).
 //
 // Per-row state lives in global memory: the output row itself holds flash2's unnormalized
-// accumulator (flash1's O between blocks), and `scratch` holds the row's block of scores (Bc)
-// and, for flash1, its block's P V (d). The row functions are ATTNDEV_HD, so
-// test/cuda/test_faithful_host.cpp runs these row entry points on the host as well.
+// accumulator (flash1's O between blocks, the baseline's P V sums), and `scratch` holds the row's
+// block of scores (Bc) and, where the block's P V is formed apart, that product (d). The row
+// functions and the kernel body are ATTNDEV_HD, so test/cuda/test_faithful_host.cpp and
+// test_device_twins.cpp run them on the host as well, for every thread of a launch.
 #pragma once
 
 #include <cstddef>
 
 #include "attention/attention.hpp"
+#include "attention/fp8_dequant.hpp"
+#include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
 #include "attention/rows/scalar_kernels.hpp"
+#include "cuda/faithful_scratch.hpp"
+#include "cuda/grid.hpp"
 #include "numerics/host_device.hpp"
 
 namespace attndev::cuda::faithful {
 
 namespace rows = attention::rows;
+
+// Threads per block of the launch (one query row each): deep double-precision call chains, so
+// small blocks keep register spills cheap.
+inline constexpr unsigned kThreadsPerBlock = 64;
 
 // Everything a faithful kernel needs, by value (trivially copyable: it is a kernel argument).
 struct Params {
@@ -37,17 +48,13 @@ struct Params {
   double* o;        // (B, H, N_q, d)
   double* lse;      // (B, H, N_q)
   double* scratch;  // (B, H, N_q, scratch_per_row(A, rows))
+  int* counts;      // (B, H, N_q) flash2's vector form: keys of one k-piece of a block's P V
   int batch, heads;
   rows::Params rows;  // geometry, tile, mask, scales, policy: attention::Problem::row_params()
+  // The fp8 algorithms: q, k, v above hold the e4m3 values, these their block scales (the host's
+  // prepare_fp8 made both; fp8_dequant.hpp reads them).
+  attention::fp8::ScaleView q_scale, k_scale, v_scale;
 };
-
-// Doubles of scratch per query row: the row's scores of one K/V block, and the block's P V
-// where it is formed apart (flash1; flash2 under the framework model).
-ATTNDEV_HD inline int scratch_per_row(attention::Algorithm a, const rows::Params& p) {
-  const bool block_pv =
-      a == attention::Algorithm::flash1 || p.policy.model == numerics::Model::framework;
-  return p.block_c + (block_pv ? p.head_dim : 0);
-}
 
 // The (N, d) operands of head (b, h) for the row functions.
 ATTNDEV_HD inline rows::ScalarKernels<rows::PolicyArith> head_kernels(const Params& p,
@@ -57,19 +64,27 @@ ATTNDEV_HD inline rows::ScalarKernels<rows::PolicyArith> head_kernels(const Para
           p.v + head * p.rows.seq_kv * d, d};
 }
 
-ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
+// flash2's row function with a Dequant hook (NoDequant; the fp8 algorithms' Fp8Dequant), for the
+// algorithm A whose scratch the launcher allocated.
+template <class Dequant>
+ATTNDEV_HD void flash2_row_with(const Params& p, attention::Algorithm algorithm, int b, int h,
+                                int i, const Dequant& dequant) {
   using A = rows::PolicyArith;
   const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
   const std::size_t row = head * p.rows.seq_q + i;
   const int d = p.rows.head_dim;
-  double* o_i = p.o + row * d;  // (d): the unnormalized accumulator, then O
-  double* s = p.scratch + row * scratch_per_row(attention::Algorithm::flash2, p.rows);  // (Bc)
-  double* pv = s + p.rows.block_c;  // (d), framework model only (scratch_per_row)
+  double* o_i = p.o + row * d;                                       // (d): the accumulator, then O
+  double* s = p.scratch + row * scratch_per_row(algorithm, p.rows);  // (Bc)
+  double* pv = s + p.rows.block_c;  // (d), block-local P V only (scratch_per_row)
   rows::OnlineSoftmax<A> softmax;
   int count = 0;
-  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv};
-  rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), rows::NoDequant{},
-                    rows::RegisterState{}, p.rows, i, i + 1, work, o_i, p.lse + row);
+  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv, p.counts + row};
+  rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), dequant, rows::RegisterState{}, p.rows,
+                    i, i + 1, work, o_i, p.lse + row);
+}
+
+ATTNDEV_HD inline void flash2_row(const Params& p, int b, int h, int i) {
+  flash2_row_with(p, attention::Algorithm::flash2, b, h, i, rows::NoDequant{});
 }
 
 ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
@@ -87,18 +102,54 @@ ATTNDEV_HD inline void flash1_row(const Params& p, int b, int h, int i) {
                     work, o_i, p.lse + row);
 }
 
+// The streamed baseline: its P V sums accumulate in the output row (double, the model's Value).
+template <class Dequant>
+ATTNDEV_HD void baseline_row_with(const Params& p, int b, int h, int i, const Dequant& dequant) {
+  using A = rows::PolicyArith;
+  const std::size_t head = static_cast<std::size_t>(b) * p.heads + h;
+  const std::size_t row = head * p.rows.seq_q + i;
+  double* o_i = p.o + row * p.rows.head_dim;  // (d)
+  rows::baseline_row_streamed(A{p.rows.policy}, head_kernels(p, head), dequant, p.rows, i, o_i, o_i,
+                              p.lse + row);
+}
+
+// The fp8 algorithms' hook for head (b, h).
+ATTNDEV_HD inline attention::detail::Fp8Dequant fp8_dequant(const Params& p, int b, int h) {
+  return {p.q_scale, p.k_scale, p.v_scale, b, h};
+}
+
+// Rows of the launch: one thread per (batch, head, query row), in that order.
+ATTNDEV_HD inline std::size_t row_count(const Params& p) {
+  return static_cast<std::size_t>(p.batch) * p.heads * p.rows.seq_q;
+}
+
+// The kernel body: thread t's row through algorithm A's row function.
+template <attention::Algorithm A>
+ATTNDEV_HD void row_body(const Params& p, ThreadIndex t) {
+  const std::size_t row = t.global_x();
+  if (row >= row_count(p)) return;
+  const int i = static_cast<int>(row % static_cast<std::size_t>(p.rows.seq_q));
+  const std::size_t bh = row / static_cast<std::size_t>(p.rows.seq_q);
+  const int b = static_cast<int>(bh / static_cast<std::size_t>(p.heads));
+  const int h = static_cast<int>(bh % static_cast<std::size_t>(p.heads));
+  if constexpr (A == attention::Algorithm::flash2)
+    flash2_row(p, b, h, i);
+  else if constexpr (A == attention::Algorithm::flash1)
+    flash1_row(p, b, h, i);
+  else if constexpr (A == attention::Algorithm::baseline)
+    baseline_row_with(p, b, h, i, rows::NoDequant{});
+  else if constexpr (A == attention::Algorithm::baseline_fp8)
+    baseline_row_with(p, b, h, i, fp8_dequant(p, b, h));
+  else {  // flash3-fp8 and its ablations: flash2 on the e4m3 values (fp8_attention.cpp)
+    static_assert(attention::is_fp8_algorithm(A), "select_twin launches no other algorithm");
+    flash2_row_with(p, A, b, h, i, fp8_dequant(p, b, h));
+  }
+}
+
 #if defined(__CUDACC__)
 template <attention::Algorithm A>
 __global__ void faithful_kernel(Params p) {
-  const long row = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const long rows = static_cast<long>(p.batch) * p.heads * p.rows.seq_q;
-  if (row >= rows) return;
-  const int i = static_cast<int>(row % p.rows.seq_q);
-  const int bh = static_cast<int>(row / p.rows.seq_q);
-  if constexpr (A == attention::Algorithm::flash2)
-    flash2_row(p, bh / p.heads, bh % p.heads, i);
-  else
-    flash1_row(p, bh / p.heads, bh % p.heads, i);
+  row_body<A>(p, this_thread());
 }
 #endif
 

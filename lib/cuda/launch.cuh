@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "attention/attention.hpp"
+#include "attention/fp8_quant.hpp"
 #include "attention/rows/params.hpp"
 #include "cuda/dispatch.hpp"
 #include "numerics/policy.hpp"
@@ -39,6 +40,13 @@ struct Prepared {
 
 template <attention::Algorithm A>
 Prepared prepare_faithful(const DeviceProblem& problem);
+
+// The fp8 algorithms' twins: the host's prepare_fp8 quantized Q, K, V (and rotated Q, K); their
+// values and scales are uploaded here and the rows run with the Fp8Dequant hook.
+template <attention::Algorithm A>
+Prepared prepare_faithful_fp8(const DeviceProblem& problem, const attention::fp8::ScaledTensor& q,
+                              const attention::fp8::ScaledTensor& k,
+                              const attention::fp8::ScaledTensor& v);
 
 template <MatElement E>
 Prepared prepare_baseline(const DeviceProblem& problem);

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "experiment/run/device_backend.hpp"
 #include "experiment/run/dump.hpp"
 #include "experiment/run/external.hpp"
 #include "experiment/spec/inputs_file.hpp"
@@ -46,19 +47,27 @@ struct InputSetCache {
 };
 
 // The golden's options are the first point's: the points of a set differ only in tile sizes,
-// which the golden does not have.
+// which the golden does not have. Under the cuda backend drawn inputs and the golden come from
+// the device (experiment/run/device_backend.hpp); inputs read from a file are rounded here.
 InputSetCache make_input_set_cache(const Point& point, int threads,
-                                   const std::filesystem::path& work_dir) {
+                                   const std::filesystem::path& work_dir, Backend backend) {
+  const bool on_device = backend == Backend::cuda;
   measure::InputSource source;
   if (point.axes.from_file()) {
     const std::filesystem::path path = point.axes.inputs.path;
     source = measure::rounded_from([path] { return read_inputs_file(path); });
+  } else if (on_device) {
+    source = device_drawn(point.shape(), point.axes.distribution, point.seed);
   } else {
     source = measure::drawn(point.shape(), point.axes.distribution, point.seed);
   }
   attention::Options options = point.options();
   options.threads = threads;
-  return {measure::References(std::move(source), options), {}, {}, work_dir};
+  return {measure::References(std::move(source), options,
+                              on_device ? device_golden() : measure::GoldenFn{}),
+          {},
+          {},
+          work_dir};
 }
 
 io::TensorMetadata point_metadata(const Point& point, const Json& provenance) {
@@ -89,7 +98,7 @@ ExternalContext external_context(const Variant& variant, const Point& point,
 }
 
 Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& cache,
-                   const RunOptions& options) {
+                   const RunOptions& options, Backend backend) {
   const measure::References::Reference& ref = cache.references.for_format(variant.policy.input);
   if (const auto& why = ref.unmeasurable) {
     Evaluated e;
@@ -104,6 +113,8 @@ Evaluated evaluate(const Variant& variant, const Point& point, InputSetCache& ca
   if (variant.external) {
     const ExternalContext context = external_context(variant, point, ref, cache, options);
     e.outcome = run_variant(variant, ref.inputs, run_options, &context);
+  } else if (backend == Backend::cuda && variant.backend == Backend::cpu) {
+    e.outcome = run_twin_variant(variant, ref.inputs, run_options);
   } else {
     e.outcome = run_variant(variant, ref.inputs, run_options);
   }
@@ -329,10 +340,11 @@ std::optional<std::vector<Evaluated>> evaluate_point(const Config& config, const
     if (tile_independent(variant)) {
       auto it = cache.shared.find(v);
       if (it == cache.shared.end())
-        it = cache.shared.emplace(v, evaluate(variant, point, cache, options)).first;
+        it =
+            cache.shared.emplace(v, evaluate(variant, point, cache, options, config.backend)).first;
       results[v] = it->second;
     } else {
-      results[v] = evaluate(variant, point, cache, options);
+      results[v] = evaluate(variant, point, cache, options, config.backend);
     }
     // An external command killed because of the signal must not land as a failed row.
     if (variant.external && stop()) return std::nullopt;
@@ -373,9 +385,10 @@ std::vector<Json> point_rows(const Config& config, const PendingPoint& todo,
       ref = compare_to_reference(config.variants[v], results[v],
                                  config.variants[static_cast<std::size_t>(r)],
                                  results[static_cast<std::size_t>(r)]);
-    rows[v] =
-        make_row(*todo.point, config.variants[v], results[v].outcome,
-                 results[v].deviation ? &*results[v].deviation : nullptr, ref ? &*ref : nullptr);
+    const RanOn where = ran_on(config.backend, config.variants[v], todo.point->axes.from_file());
+    rows[v] = make_row(*todo.point, config.variants[v], results[v].outcome,
+                       results[v].deviation ? &*results[v].deviation : nullptr,
+                       ref ? &*ref : nullptr, &where);
   }
   fill_ratios(rows, config);
   std::vector<Json> computed;
@@ -424,6 +437,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   RunReport report;
   check_external_templates(config);
   const std::size_t shard_count = std::max<std::size_t>(options.shard_count, 1);
+  // The device, its twins and its memory, before the folder is touched.
+  require_cuda_backend(config, plan, options.shard_index, shard_count);
   // Held until the tables are written: one writer per results file, nobody rewriting the folder.
   const OutputLock lock =
       open_results(config, options, shard_file_name(options.shard_index, shard_count), report);
@@ -448,7 +463,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   if (options.on_progress) options.on_progress(done, report.shard_points);
   for (const auto& group : input_sets(pending)) {
     const Point& first = *group.front()->point;
-    InputSetCache cache = make_input_set_cache(first, options.threads, work_root / first.input_key);
+    InputSetCache cache = make_input_set_cache(first, options.threads,
+                                               work_root / first.input_key, config.backend);
     for (const PendingPoint* todo : group) {
       const Point* point = todo->point;
       const std::optional<std::vector<Evaluated>> results =

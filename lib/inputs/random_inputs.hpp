@@ -10,12 +10,14 @@
 #include <string>
 
 #include "attention/attention.hpp"
+#include "inputs/sample.hpp"
 #include "numerics/format.hpp"
 
 namespace attndev::inputs {
 
+// The value a distribution names, with its text form (DistributionParams is what a kernel takes).
 struct Distribution {
-  enum class Kind : unsigned char { normal, uniform, outlier };
+  using Kind = DistributionParams::Kind;
   Kind kind = Kind::normal;
   double a = 0.0;  // normal: mean; uniform: lo
   double b = 1.0;  // normal: std;  uniform: hi
@@ -28,22 +30,14 @@ struct Distribution {
 
   static Distribution normal(double mean, double std) { return {Kind::normal, mean, std}; }
   static Distribution uniform(double lo, double hi) { return {Kind::uniform, lo, hi}; }
+  DistributionParams params() const { return {kind, a, b, outlier_std, outlier_prob}; }
 };
 
-enum class TensorId : std::uint32_t { q = 0, k = 1, v = 2 };
-
-// One sample of the distribution at a coordinate, before rounding. Throws std::invalid_argument
-// for a negative coordinate or b >= 2^24.
+// One sample of the distribution at a coordinate, before rounding (sample_at in sample.hpp, the
+// code the CUDA input kernel runs). Throws std::invalid_argument for a negative coordinate or
+// b >= 2^24.
 double sample(const Distribution& dist, std::uint64_t seed, TensorId tensor, int b, int h, int row,
               int col);
-
-// How inputs overflow when rounded to `format`: fp8 formats saturate, as FA-3's input casts do (an
-// outlier beyond 448 must not become NaN or inf); the others follow the format's default (inf).
-// Every rounding of inputs uses this rule: drawn here, read from files (lib/measure).
-inline numerics::Overflow input_overflow(numerics::Format format) {
-  const bool is_fp8 = format == numerics::Format::fp8_e4m3 || format == numerics::Format::fp8_e5m2;
-  return is_fp8 ? numerics::Overflow::saturate : numerics::default_overflow(format);
-}
 
 // One (batch, heads, rows, cols) tensor of the stream `tensor`, each element sampled then rounded
 // once to `format` with input_overflow(format). Throws std::invalid_argument for a

@@ -64,9 +64,10 @@ std::optional<std::string> unmeasurable(const attention::Inputs& rounded, const 
   return std::nullopt;
 }
 
-Golden golden_of(const attention::Inputs& rounded, const attention::Options& options) {
+Golden golden_of(const attention::Inputs& rounded, const attention::Options& options,
+                 const GoldenFn& compute) {
   Golden g;
-  g.output = attention::golden(rounded, options);
+  g.output = compute ? compute(rounded, options) : attention::golden(rounded, options);
   g.max_abs = max_abs_finite(g.output.o.data);
   return g;
 }
@@ -104,15 +105,15 @@ InputSource rounded_from(std::function<attention::Inputs()> raw) {
   };
 }
 
-References::References(InputSource source, attention::Options options)
-    : source_(std::move(source)), options_(options) {}
+References::References(InputSource source, attention::Options options, GoldenFn golden)
+    : source_(std::move(source)), options_(options), golden_(std::move(golden)) {}
 
 const References::Reference& References::for_format(numerics::Format input_format) {
   const auto it = by_format_.find(input_format);
   if (it != by_format_.end()) return it->second;
   Reference r;
   r.inputs = source_(input_format);
-  r.golden = golden_of(r.inputs, options_);
+  r.golden = golden_of(r.inputs, options_, golden_);
   r.unmeasurable = unmeasurable(r.inputs, r.golden, input_format);
   return by_format_.emplace(input_format, std::move(r)).first->second;
 }

@@ -58,7 +58,12 @@ struct Golden {
   attention::Output output;  // O (B, H, N_q, d) and lse (B, H, N_q)
   double max_abs = 0;        // max_abs_finite(O)
 };
-Golden golden_of(const attention::Inputs& rounded, const attention::Options& options);
+// What computes the golden's output: attention::golden on the CPU (the default), or the same
+// algorithm elsewhere (the run-level cuda backend's device golden, lib/cuda).
+using GoldenFn =
+    std::function<attention::Output(const attention::Inputs&, const attention::Options&)>;
+Golden golden_of(const attention::Inputs& rounded, const attention::Options& options,
+                 const GoldenFn& compute = {});
 
 // Why nothing can be measured on these inputs, or nullopt. Inputs that overflow their format when
 // rounded (outlier(1e6, 1) or normal(0, 1e5) at fp16 round to inf), or a golden that is not
@@ -104,7 +109,8 @@ class References {
     std::optional<std::string> unmeasurable;  // measure::unmeasurable of the two: skip when set
   };
   // `options` are the golden's (causal, scale, placement, threads; tiles do not matter to it).
-  References(InputSource source, attention::Options options);
+  // `golden` computes it (empty: attention::golden).
+  References(InputSource source, attention::Options options, GoldenFn golden = {});
 
   const Reference& for_format(numerics::Format input_format);
   // Those computed so far, in format order (dumps write each once).
@@ -113,6 +119,7 @@ class References {
  private:
   InputSource source_;
   attention::Options options_;
+  GoldenFn golden_;
   std::map<numerics::Format, Reference> by_format_;
 };
 

@@ -3,6 +3,7 @@
 # and attndev's flash2-tc on inputs in safetensors, bf16 and fp16, N 256 and 1024, d 64 and 128,
 # causal and not (tools/tc_probe/torch_fixtures.py; the golden is recomputed from the inputs by
 # whoever reads them). One line per case.
+# needs: torch
 #
 # Usage: scripts/gpu-check/fixtures.sh BUILD_DIR OUT_DIR
 #   OUT_DIR  receives fixtures/<case>/{inputs,flash,efficient,cudnn,math,flash2-tc}.safetensors

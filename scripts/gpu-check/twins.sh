@@ -9,6 +9,7 @@
 # With the measured exp2 table in use (ATTNDEV_EXP2_TABLE, default OUT_DIR/ex2.approx.ftz.f32.table
 # when the exp2-table group wrote it) FlashAttention-2 and flash2-tc must reach 99% identical; without
 # it every share is reported and none fails. One line per (case, kernel); twins.tsv in OUT_DIR.
+# needs: torch
 #
 # Usage: scripts/gpu-check/twins.sh BUILD_DIR OUT_DIR
 # Environment: ATTNDEV_PROFILE (default: from nvidia-smi's compute capability), PYTHON.

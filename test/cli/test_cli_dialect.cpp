@@ -200,7 +200,7 @@ TEST_CASE("bench --algorithm names flash2-tc and says where it is timed", "[cli]
   CHECK_THAT(help.out, Catch::Contains("flash2-tc") && Catch::Contains("flash3-fp8"));
   const Result tc = run_cli({"bench", "--algorithm", "flash2-tc", "--seq-len", "16"});
   CHECK(tc.code == 2);
-  CHECK_THAT(tc.err, Catch::Contains("scripts/gpu-check.sh"));
+  CHECK_THAT(tc.err, Catch::Contains("bench --backend cuda"));
 }
 
 TEST_CASE("empty values and seeds that are not 64-bit unsigned are refused with the option's name",

@@ -65,7 +65,7 @@ TEST_CASE("faithful row functions reproduce attention::run bit for bit (host)", 
     const attention::Output rows = run_rows_on_host(c, in);
     const auto cmp = cuda_check::compare_bits(cpu.o.data, rows.o.data);
     INFO("mismatches " << cmp.mismatches << "; first at " << cmp.first_mismatch << ": emulator "
-                       << cmp.cpu_value << " rows " << cmp.gpu_value);
+                       << cmp.reference_value << " rows " << cmp.output_value);
     CHECK(cmp.compared == cpu.o.data.size());
     CHECK(cmp.mismatches == 0);
     // On the host both take log() from the same libm: lse must agree bit for bit too.

@@ -147,7 +147,7 @@ int check_row(const std::vector<Case>& cases) {
     CHECK(sim.errors.empty());
 
     // O: one rounding of the output format at the tile's magnitude, from the format's traits.
-    const double floor = cuda_check::tc_floor(fmt, emu.o.data);
+    const double floor = cuda_check::two_roundings(fmt, emu.o.data);
     const double o_diff = cuda_check::max_abs_diff(sim.o, emu.o.data);
     INFO("max |sim - emulator| " << o_diff << " floor " << floor);
     CHECK(o_diff <= floor);  // false for NaN: an element never stored
@@ -335,7 +335,7 @@ TEST_CASE("flash2-tc host simulator: the comparison catches a wrong result", "[c
   const SimResult sim = run_sim<Tag>(in, /*causal=*/true);
   CHECK(sim.errors.empty());
   CHECK(cuda_check::max_abs_diff(sim.o, emu.o.data) >
-        cuda_check::tc_floor(numerics::Format::bf16, emu.o.data));
+        cuda_check::two_roundings(numerics::Format::bf16, emu.o.data));
 }
 
 TEST_CASE("flash2-tc host simulator: the race check finds a missing barrier", "[cuda][flash2-tc]") {

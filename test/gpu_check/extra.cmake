@@ -4,7 +4,7 @@
 add_test(NAME gpu_check_script
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gpu_check_test.sh
                  ${PROJECT_SOURCE_DIR}/scripts/gpu-check.sh)
-set_tests_properties(gpu_check_script PROPERTIES LABELS "gpu_check" TIMEOUT 120)
+set_tests_properties(gpu_check_script PROPERTIES LABELS "gpu_check" TIMEOUT 300)
 # The device groups scripts/gpu-check/{tc-mma,exp2-table,fixtures,twins}.sh with stub probes, a stub
 # attndev, nvidia-smi and python: every pass/fail/nothing-compared path, before a real device run.
 add_test(NAME gpu_check_groups COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/groups_test.sh

@@ -3,8 +3,10 @@
 // (Parsing a distribution from text is lib/experiment's: test/experiment/test_inputs.cpp.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "inputs/philox.hpp"
@@ -231,4 +233,77 @@ TEST_CASE("make_inputs rejects impossible shapes", "[inputs]") {
                   std::invalid_argument);
   CHECK_THROWS_AS(inputs::make_inputs({-1, 1, 4, 4, 4}, d, 0, numerics::Format::fp32),
                   std::invalid_argument);
+}
+
+namespace {
+
+// glibc's Box-Muller of the same words: what the generator computed before its log and cos became
+// its own (sample.hpp), for the comparison below.
+double libm_normal(std::uint32_t w0, std::uint32_t w1) {
+  const double radius = std::sqrt(-2.0 * std::log(inputs::detail::open_unit(w0)));
+  return radius * std::cos(2.0 * 3.14159265358979323846 * (static_cast<double>(w1) * 0x1p-32));
+}
+
+double ulps_apart(double x, double ref) {
+  return std::fabs(x - ref) / std::ldexp(1.0, std::ilogb(ref) - 52);
+}
+
+}  // namespace
+
+TEST_CASE("the generator's own log and cos are within a few ulps of long double", "[inputs]") {
+  // Exhaustive over quadrant edges and a Philox stream of arguments; long double (64-bit
+  // significand on x86) as the reference.
+  double worst_log = 0, worst_cos = 0;
+  int compared = 0;
+  for (std::uint32_t i = 0; i < (1u << 16); ++i) {
+    const auto w = inputs::philox4x32_10({i, 7, 0, 0}, {1, 2});
+    for (std::uint32_t x : {w[0], w[1], i, i << 16, 0x40000000u + i, 0x80000000u - i}) {
+      const double u = inputs::detail::open_unit(x);
+      const double log_ref = static_cast<double>(std::log(static_cast<long double>(u)));
+      if (log_ref != 0)
+        worst_log = std::max(worst_log, ulps_apart(inputs::detail::log_positive(u), log_ref));
+      const long double turn = static_cast<long double>(x) * 0x1p-32L;
+      const double cos_ref =
+          static_cast<double>(std::cos(2.0L * 3.141592653589793238462643383279503L * turn));
+      // Near a zero of cos the reference's own argument rounding dominates: absolute there.
+      const double err = std::fabs(inputs::detail::cos_turn(x) - cos_ref);
+      worst_cos = std::max(worst_cos, std::fabs(cos_ref) > 1e-3 ? ulps_apart(cos_ref + err, cos_ref)
+                                                                : err / 0x1p-53);
+      ++compared;
+    }
+  }
+  INFO("worst log " << worst_log << " ulp, worst cos " << worst_cos << " ulp over " << compared);
+  CHECK(compared == 6 * (1 << 16));
+  CHECK(worst_log <= 4.0);
+  CHECK(worst_cos <= 4.0);
+}
+
+TEST_CASE("samples differ from glibc's Box-Muller in the last bits only", "[inputs]") {
+  // How often a draw with the generator's own log and cos differs from one with glibc's, as a
+  // double and after the rounding to each input format (docs/cuda.md quotes these rates).
+  const int n = 1 << 20;
+  int differ_f64 = 0, differ_f32 = 0, differ_bf16 = 0, differ_fp16 = 0;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto w = inputs::philox4x32_10({static_cast<std::uint32_t>(i), 3, 0, 0}, {5, 6});
+    const double ours = inputs::detail::standard_normal(w[0], w[1]);
+    const double libm = libm_normal(w[0], w[1]);
+    // Scaled by max(|x|, 1): where cos nearly vanishes glibc's own rounding of 2 pi u dominates.
+    worst = std::max(worst, std::fabs(ours - libm) / std::max(std::fabs(libm), 1.0));
+    differ_f64 += ours != libm;
+    differ_f32 += numerics::round_to(numerics::Format::fp32, ours) !=
+                  numerics::round_to(numerics::Format::fp32, libm);
+    differ_bf16 += numerics::round_to(numerics::Format::bf16, ours) !=
+                   numerics::round_to(numerics::Format::bf16, libm);
+    differ_fp16 += numerics::round_to(numerics::Format::fp16, ours) !=
+                   numerics::round_to(numerics::Format::fp16, libm);
+  }
+  std::printf(
+      "own vs glibc Box-Muller over %d draws: %d differ as doubles (worst %.3g relative), "
+      "%d in fp32, %d in fp16, %d in bf16\n",
+      n, differ_f64, worst, differ_f32, differ_fp16, differ_bf16);
+  CHECK(worst < 1e-14);             // a few ulps
+  CHECK(differ_f64 < n);            // they are different functions...
+  CHECK(differ_f32 <= n / 100000);  // ...that a 24-bit rounding almost never tells apart
+  CHECK(differ_bf16 <= differ_f32);
 }

@@ -1,21 +1,22 @@
-// The acceptance checks of the CUDA backend, shared by the GPU test (test/cuda/gpu_kernels.cpp),
-// the host test of the kernels' row functions (test/cuda/test_faithful_host.cpp) and
-// scripts/gpu-check.sh (through attndev_cuda_check):
-//   * faithful flash1/flash2 == attention::run on the CPU, bit for bit, on random points;
-//   * flash2-tc: max|tc - golden| <= 2 * max|baseline(same format) - golden| + floor, with the
-//     floor derived from the output format (flash-attention's rule, docs/CONTRIBUTING.md #8).
+// The cases of the CUDA backend's acceptance checks, shared by the GPU test
+// (test/cuda/gpu_kernels.cpp), the host tests of test/cuda and scripts/gpu-check.sh (through
+// attndev_cuda_check). The rules themselves are lib/measure's named checks (measure/checks.hpp):
+//   * faithful kernels and twins == attention::run on the CPU, bit for bit (bit_identical);
+//   * flash2-tc: max|tc - golden| <= 2 * max|baseline(same format) - golden| + floor, the floor
+//     one unit roundoff of the output format at the golden's scale (within_baseline_rule,
+//     flash-attention's rule, docs/CONTRIBUTING.md #8).
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "inputs/random_inputs.hpp"
+#include "measure/checks.hpp"
+#include "measure/measure.hpp"
 #include "numerics/policy.hpp"
 
 namespace attndev::cuda_check {
@@ -93,68 +94,128 @@ inline std::vector<FaithfulCase> faithful_cases(std::uint64_t seed, int count) {
   return cases;
 }
 
-struct BitComparison {
-  std::size_t compared = 0;
-  std::size_t mismatches = 0;
-  std::size_t first_mismatch = 0;
-  double cpu_value = 0, gpu_value = 0;
+// ---- The run-level cuda backend's cases: inputs, golden, twins (test/cuda/test_device_path.cpp
+// runs them through the host launch shim, the GPU test and `attndev_cuda_check device` on a GPU).
+
+// A case of the twin product (conventions #14): odd sizes, N_q != N_kv both ways, tails.
+struct TwinCase {
+  const char* name;
+  attention::Shape shape;
+  int block_r, block_c;
+  bool causal;
+  attention::ScalePlacement placement;
+  inputs::Distribution dist;
+
+  attention::Options options() const {
+    attention::Options o;
+    o.block_r = block_r;
+    o.block_c = block_c;
+    o.causal = causal;
+    o.scale_placement = placement;
+    return o;
+  }
 };
 
-// Bit patterns, not values: -0 vs +0 and NaN payloads count as differences.
-inline BitComparison compare_bits(const std::vector<double>& cpu, const std::vector<double>& gpu) {
-  BitComparison r;
-  if (cpu.size() != gpu.size()) {
-    r.mismatches = std::max(cpu.size(), gpu.size());
-    return r;
-  }
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    ++r.compared;
-    if (std::memcmp(&cpu[i], &gpu[i], sizeof(double)) != 0) {
-      if (r.mismatches++ == 0) {
-        r.first_mismatch = i;
-        r.cpu_value = cpu[i];
-        r.gpu_value = gpu[i];
-      }
+inline const std::vector<TwinCase>& twin_cases() {
+  using inputs::Distribution;
+  static const std::vector<TwinCase> kCases = {
+      {"odd N, Bc not dividing N, causal",
+       {2, 1, 75, 75, 16},
+       16,
+       32,
+       true,
+       attention::ScalePlacement::scores,
+       Distribution::normal(0.0, 1.0)},
+      {"N_q > N_kv causal: fully masked rows, 5x7 tiles",
+       {1, 2, 113, 40, 8},
+       5,
+       7,
+       true,
+       attention::ScalePlacement::scores,
+       Distribution::uniform(-2.0, 1.0)},
+      {"N_q < N_kv, odd d, scale in Q",
+       {1, 1, 33, 130, 33},
+       64,
+       48,
+       false,
+       attention::ScalePlacement::query,
+       Distribution{Distribution::Kind::outlier, 0, 1, 10, 0.05}},
+      {"tiny, tiles of 1",
+       {2, 2, 7, 1, 3},
+       1,
+       1,
+       true,
+       attention::ScalePlacement::scores,
+       Distribution::normal(0.5, 2.0)},
+  };
+  return kCases;
+}
+
+// Every preset, and its unfused variant where the preset fuses: the policies of the twin product.
+struct NamedPolicy {
+  std::string name;
+  numerics::PrecisionPolicy policy;
+};
+inline std::vector<NamedPolicy> twin_policies() {
+  std::vector<NamedPolicy> out;
+  for (const numerics::PolicyPreset& p : numerics::kPolicyPresets) {
+    out.push_back({std::string(p.name), p.policy});
+    if (p.policy.fma) {
+      numerics::PrecisionPolicy unfused = p.policy;
+      unfused.fma = false;
+      out.push_back({std::string(p.name) + "+fma=false", unfused});
     }
   }
-  return r;
+  return out;
 }
 
-// max |a - b|; NaN anywhere makes it NaN so a broken kernel never looks accurate.
+// The distributions and formats the input kernel is checked on.
+inline std::vector<inputs::Distribution> input_distributions() {
+  using inputs::Distribution;
+  return {Distribution::normal(0.0, 1.0),
+          Distribution::normal(0.5, 2.0),
+          Distribution::uniform(-3.0, 1.0),
+          Distribution::uniform(0.0, 1.0),
+          Distribution{Distribution::Kind::outlier, 0, 1, 10.0, 0.01},
+          Distribution{Distribution::Kind::outlier, 0, 1, 1000.0, 0.5}};
+}
+inline constexpr numerics::Format kInputFormats[] = {
+    numerics::Format::bf16,    numerics::Format::fp16, numerics::Format::fp32,
+    numerics::Format::tf32,    numerics::Format::fp64, numerics::Format::fp8_e4m3,
+    numerics::Format::fp8_e5m2};
+
+// Bit for bit, through lib/measure's named check (-0 vs +0 and NaN payloads differ).
+using measure::BitComparison;
+inline BitComparison compare_bits(const std::vector<double>& reference,
+                                  const std::vector<double>& output) {
+  return measure::compare_bits(reference, output);
+}
+
+// max |a - b| through lib/measure (NaN when an element of a is NaN or inf where b is finite).
 inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size() || a.empty()) return NAN;
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(a[i] - b[i]);
-    if (!(d == d) || std::isinf(d)) return NAN;
-    m = std::max(m, d);
-  }
-  return m;
+  return measure::deviation(a, b, /*reference_max_abs=*/0.0, numerics::Format::fp64).max_abs;
 }
 
-inline double max_abs(const std::vector<double>& a) {
-  double m = 0;
-  for (double x : a) m = std::max(m, std::fabs(x));
-  return m;
-}
-
-// The floor of the flash2-tc rule: the output is rounded once to `format`, which alone moves it
-// by up to u * |O|; two such units leave room for the fp32 accumulators' own error, nothing
-// more. From the format's traits, never a typed-in epsilon.
-inline double tc_floor(numerics::Format format, const std::vector<double>& golden) {
-  return 2.0 * numerics::traits(format).unit_roundoff() * max_abs(golden);
+// Two roundings to `format` at the reference's scale (2 u max|ref|, non-finite elements left
+// out): the host simulator's bound between flash2-tc and the emulated flash2, which differ before
+// the output rounding only at fp32 level. Not the flash2-tc acceptance rule (check_tc).
+inline double two_roundings(numerics::Format format, const std::vector<double>& reference) {
+  return 2.0 * measure::max_rel_floor(format, measure::max_abs_finite(reference));
 }
 
 struct TcCheck {
   std::string name;
-  double tc_err = NAN, baseline_err = NAN, floor = NAN, bound = NAN;
+  measure::BaselineRule rule;  // the kernel's and the baseline's deviation, floor, bound
   bool compared = false;
   bool pass = false;
-  std::string status;  // run_cuda's status text when it did not run
+  std::string status;  // run_cuda's status text when it did not run; else the check's detail
 };
 
-// flash2-tc (kernel-<fmt>) vs the golden, against the emulator's same-format baseline
-// (torch-math-<fmt>: the framework math path, the "naive same-dtype" implementation).
+// flash2-tc (kernel-<fmt>) against measure::within_baseline_rule: its deviation from the FP64
+// golden within twice that of the emulator's same-format baseline (torch-math-<fmt>: the
+// framework math path, the "naive same-dtype" implementation) plus one unit roundoff of the format
+// at the golden's scale. Golden, deviations and floor are lib/measure's.
 inline TcCheck check_tc(numerics::Format format, const attention::Shape& shape, bool causal,
                         int block_r, int block_c, std::uint64_t seed) {
   const std::string fmt = numerics::traits(format).name;
@@ -175,16 +236,15 @@ inline TcCheck check_tc(numerics::Format format, const attention::Shape& shape, 
     r.status = tc.status_text();
     return r;
   }
-  const attention::Output gold = attention::golden(in, opt);
+  const measure::Golden gold = measure::golden_of(in, opt);
   const attention::Output base = attention::run(
       attention::Algorithm::baseline, numerics::find_preset("torch-math-" + fmt)->policy, in, opt);
-  r.compared = true;
-  r.tc_err = max_abs_diff(tc.output.o.data, gold.o.data);
-  r.baseline_err = max_abs_diff(base.o.data, gold.o.data);
-  r.floor = tc_floor(format, gold.o.data);
-  r.bound = 2.0 * r.baseline_err + r.floor;
-  r.pass = r.tc_err <= r.bound;  // false for NaN
-  r.status = "ok";
+  r.rule = measure::baseline_rule(tc.output.o.data, base.o.data, gold, format);
+  const measure::CheckResult check =
+      measure::within_baseline_rule(tc.output.o.data, base.o.data, gold, format);
+  r.compared = check.compared;
+  r.pass = check.pass;
+  r.status = check.detail;
   return r;
 }
 

@@ -5,6 +5,9 @@
 //       faithful flash1/flash2 vs the CPU emulator (bit-equality) on random points, and
 //       flash2-tc vs the golden with the 2x-baseline-plus-floor rule at bf16 and fp16;
 //       a table on stdout; exit 1 on any failure, 3 when nothing was compared.
+//   attndev_cuda_check device [--part inputs|golden|twins|all] [--golden-n 32768]
+//       the run-level cuda backend against the CPU path (device_path.cpp): the input kernel,
+//       the device golden and every twin, bit for bit; exit 1 on any failure.
 //   attndev_cuda_check throughput [--batch 4 --heads 16 --n 8192 --d 128 --repeats 10]
 //       checks flash2-tc first (never times a kernel that failed its check), then times it at
 //       bf16 and the cuBLAS dense bf16 GEMM rate, and prints the ratio.
@@ -18,6 +21,7 @@
 #include "attention/attention.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda_check/checks.hpp"
+#include "cuda_check/device_path.hpp"
 
 namespace {
 
@@ -48,7 +52,7 @@ int run_sweep(int points, std::uint64_t seed) {
     std::printf("%-4d %-6s %-8zu %s", index++, ok ? "equal" : "DIFF", cmp.compared, c.name.c_str());
     if (!ok)
       std::printf("  [%zu mismatches; first at %zu: cpu %.17g gpu %.17g]", cmp.mismatches,
-                  cmp.first_mismatch, cmp.cpu_value, cmp.gpu_value);
+                  cmp.first_mismatch, cmp.reference_value, cmp.output_value);
     std::printf("\n");
   }
 
@@ -71,8 +75,8 @@ int run_sweep(int points, std::uint64_t seed) {
       }
       ++compared;
       failed += r.pass ? 0 : 1;
-      std::printf("%-6s %-12.4e %-12.4e %-12.4e %s\n", r.pass ? "pass" : "FAIL", r.tc_err, r.bound,
-                  r.floor, r.name.c_str());
+      std::printf("%-6s %-12.4e %-12.4e %-12.4e %s\n", r.pass ? "pass" : "FAIL",
+                  r.rule.kernel.max_abs, r.rule.bound, r.rule.floor, r.name.c_str());
     }
   }
   std::printf("\n%d checks compared, %d failed\n", compared, failed);
@@ -129,6 +133,13 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "faithful == emulator bit for bit; flash2-tc rule");
   sweep->add_option("--points", points, "random faithful points (>= 20 for acceptance)");
   sweep->add_option("--seed", seed, "seed of the points and inputs");
+  std::string part = "all";
+  int golden_n = 32768;
+  auto* device = app.add_subcommand("device", "inputs, golden and twins on the device == CPU");
+  device->add_option("--part", part, "inputs, golden, twins or all")
+      ->check(CLI::IsMember({"inputs", "golden", "twins", "all"}));
+  device->add_option("--golden-n", golden_n, "largest N of the golden's long cases (from 4096)")
+      ->check(CLI::PositiveNumber);
   int batch = 4, heads = 16, n = 8192, d = 128, repeats = 10;
   auto* tp = app.add_subcommand("throughput", "flash2-tc bf16 rate vs cuBLAS dense bf16 GEMM");
   tp->add_option("--batch", batch);
@@ -145,6 +156,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (sweep->parsed()) return run_sweep(points, seed);
+    if (device->parsed()) return cuda_check::run_device_checks(part, golden_n);
     return run_throughput(batch, heads, n, d, repeats);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attndev_cuda_check: failed: %s\n", e.what());

@@ -100,4 +100,48 @@ ATTNDEV_HD void baseline_rows(const A& a, const Kernels& kern, const Dequant& de
   }
 }
 
+// Query row i of baseline_rows, streamed: the same operations on the same values in the same
+// order, for a caller with no room for the row's N_kv scores (a GPU thread per row at N = 131072;
+// the FP64 golden on the device is this function under the fp64 policy). Each score is recomputed
+// where it is needed, in three passes over the visible keys (the max; e_j and the row sum; P_j
+// and its share of every P V sum), by the same dot product, dequantization, scaling and rounding
+// each time, so the same bits; every P V sum still runs over j in increasing order for each t.
+// The price is the dot products done three times instead of once. acc (d) is the caller's,
+// Value-typed (it may be o itself when Value is double).
+template <class A, class Kernels, class Dequant>
+ATTNDEV_HD void baseline_row_streamed(const A& a, const Kernels& kern, const Dequant& dequant,
+                                      const Params& p, int i, typename A::Value* acc, double* o,
+                                      double* lse) {
+  using T = typename A::Value;
+  const int d = p.head_dim;
+  const int n = visible_count(i, p.seq_q, p.seq_kv, p.causal);
+  const int one = 1;
+  auto score = [&](int j) {  // S_ij as stored: baseline_scores on a row of one key
+    T s;
+    kern.scores(a, i, /*rows=*/1, /*j0=*/j, &one, &s, /*ld_s=*/1);
+    baseline_scores(a, dequant, p, i, &s, 1);
+    return s;
+  };
+  RowSoftmax<A> sm;
+  for (int j = 0; j < n; ++j) sm.take_max(score(j));
+  if (!sm.has_max()) {  // the guard: no visible score above -inf, O = 0 and lse = -inf
+    for (int t = 0; t < d; ++t) o[t] = 0.0;
+    *lse = neg_inf<double>();
+    return;
+  }
+  for (int j = 0; j < n; ++j) sm.add_term(a, sm.exp(a, score(j)));  // accumulate, term by term
+  sm.end_sum(a);
+  for (int t = 0; t < d; ++t) acc[t] = T(0);
+  for (int j = 0; j < n; ++j) {
+    T prob = sm.normalize(a, sm.exp(a, score(j)));
+    a.round_all(Stage::prob, &prob, 1);  // P as stored
+    kern.pv(a, &prob, /*ld_p=*/1, &one, /*rows=*/1, /*j0=*/j, acc, /*ld_acc=*/d);
+  }
+  a.store_all(Stage::out_accum, acc, d);  // P V as its matmul stores it
+  for (int t = 0; t < d; ++t) acc[t] = dequant.output(a, acc[t]);
+  a.round_all(Stage::output, acc, d);
+  for (int t = 0; t < d; ++t) o[t] = static_cast<double>(acc[t]);
+  *lse = sm.lse();
+}
+
 }  // namespace attndev::attention::rows

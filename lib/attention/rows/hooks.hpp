@@ -4,7 +4,7 @@
 // Dequant (scores, the PV merge, the output): how stored operands become real values.
 //   NoDequant                  baseline, flash1, flash2: operands are the values; merge_pv is
 //                              the framework model's acc + P V (flash2's tensor form).
-//   fp8's Fp8Dequant           (attention/fp8_attention.hpp) the fp8 algorithms: e4m3 values
+//   fp8's Fp8Dequant           (attention/fp8_dequant.hpp) the fp8 algorithms: e4m3 values
 //                              times per-block scales, applied where FA-3 applies them.
 // A Dequant type provides:
 //   kBlockLocalPv              false: each block's P V is added to the running accumulator term

@@ -24,13 +24,15 @@ const std::vector<std::string>& result_columns() {
     c.emplace_back("gflops");
     c.emplace_back("tflops");
     c.emplace_back("flops");
+    c.emplace_back("ran_on");
     return c;
   }();
   return kColumns;
 }
 
 Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
-              const metrics::Deviation* d, const ReferenceComparison* reference) {
+              const metrics::Deviation* d, const ReferenceComparison* reference,
+              const RanOn* ran_on) {
   Json row;
   row["record"] = "row";
   row["point_id"] = point.id;
@@ -87,6 +89,7 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
       row["tflops"] = io::number_json(flops / (outcome.runtime_ms * 1e9));
   }
   row["flops"] = io::number_json(flops);
+  if (ran_on) row["ran_on"] = ran_on->to_json();
   return row;
 }
 

@@ -10,6 +10,7 @@
 
 #include "experiment/spec/config.hpp"
 #include "experiment/spec/plan.hpp"
+#include "experiment/run/device_backend.hpp"
 #include "experiment/run/variant_runner.hpp"
 #include "io/json_values.hpp"
 #include "measure/measure.hpp"
@@ -27,10 +28,11 @@ struct ReferenceComparison {
 };
 
 // `deviation` (vs the golden) is null when the variant produced no output; `reference` is null
-// when the variant has no reference variant or one of the two has no output.
+// when the variant has no reference variant or one of the two has no output; `ran_on` (where
+// the inputs, golden, variant and metrics were computed) is left out when null.
 io::Json make_row(const Point& point, const Variant& variant, const VariantOutcome& outcome,
                   const metrics::Deviation* deviation,
-                  const ReferenceComparison* reference = nullptr);
+                  const ReferenceComparison* reference = nullptr, const RanOn* ran_on = nullptr);
 
 // Fills ratio_to and ratio_<metric> of each row of one point from its reference variant's row
 // (Config::ratio_reference). rows[v] belongs to config.variants[v].

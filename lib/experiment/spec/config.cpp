@@ -59,8 +59,9 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {"name",        "description", "axes",     "zip",
                                          "constraints", "trials",      "variants", "metrics",
-                                         "reference",   "dump",        "setup"};
+                                         "reference",   "dump",        "setup",    "backend"};
 constexpr std::string_view kTrialKeys[] = {"count", "seed", "seeds"};
+constexpr std::string_view kRunBackendNames[] = {"cpu", "cuda"};
 
 // nlohmann reports a byte offset; people read lines and columns.
 std::string position_text(std::string_view text, std::size_t byte) {
@@ -177,8 +178,11 @@ std::string config_hash(const json& effective) {
   json hashed = effective;
   if (hashed.is_object())
     for (auto it = hashed.begin(); it != hashed.end();)
+      // The run-level backend changes where the numbers are computed, not the numbers (the
+      // device runs the emulator's own code: docs/cuda.md): a folder started on one resumes on
+      // the other, and each row records where its parts ran.
       it = it.key() == "description" || it.key() == "metrics" || it.key() == "dump" ||
-                   it.key() == "setup" || config::is_comment_key(it.key())
+                   it.key() == "setup" || it.key() == "backend" || config::is_comment_key(it.key())
                ? hashed.erase(it)
                : std::next(it);
   return stable_hash_hex(hashed.dump());
@@ -317,6 +321,17 @@ Config parse_config(std::string_view text, std::span<const std::string> override
   if (root.contains("dump")) {
     require_type(root["dump"], "dump", root["dump"].is_boolean(), "true or false");
     c.dump = root["dump"].get<bool>();
+  }
+  if (root.contains("backend")) {
+    const json& b = root["backend"];
+    require_type(b, "backend", b.is_string(), "\"cpu\" or \"cuda\"");
+    const std::string name = b.get<std::string>();
+    if (name != "cpu" && name != "cuda")
+      throw ConfigError("backend", "unknown run-level backend \"" + name + "\"" +
+                                       did_you_mean(name, kRunBackendNames) +
+                                       "; \"cpu\" (the default) or \"cuda\" (inputs, golden and "
+                                       "emulated variants on the GPU)");
+    c.backend = name == "cuda" ? Backend::cuda : Backend::cpu;
   }
   if (root.contains("reference")) {
     const json& r = root["reference"];

@@ -170,6 +170,10 @@ struct Config {
   // Write every point's rounded Q, K, V, golden O and variant outputs (safetensors) under
   // DIR/dump/ (experiment/run/dump.hpp).
   bool dump = false;
+  // Where the run's own work runs (`"backend"`, `--backend`): cpu, or cuda for the inputs, the
+  // golden and every cpu (emulated) variant on the device (experiment/run/device_backend.hpp).
+  // Variants with their own backend (cuda kernels, external commands) run where they say.
+  Backend backend = Backend::cpu;
   nlohmann::json effective;  // the config after overrides, canonical (sorted keys)
   std::string hash;          // config_hash(effective)
   // What determines the points and their inputs: config_hash without the variants (and the
