@@ -8,6 +8,7 @@
 #include "attention/detail.hpp"
 #include "attention/fast_kinds.hpp"
 #include "attention/fp8_attention.hpp"
+#include "attention/twins/flash2_tc.hpp"
 
 namespace attndev::attention {
 
@@ -48,6 +49,8 @@ const char* algorithm_name(Algorithm a) {
       return "flash3-fp8-no-hadamard";
     case Algorithm::baseline_fp8:
       return "baseline-fp8";
+    case Algorithm::flash2_tc_twin:
+      return "flash2-tc-twin";
   }
   return "?";
 }
@@ -60,6 +63,12 @@ bool parse_algorithm(std::string_view text, Algorithm& out) {
     }
   }
   for (Algorithm a : kFp8Algorithms) {
+    if (text == algorithm_name(a)) {
+      out = a;
+      return true;
+    }
+  }
+  for (Algorithm a : kTwinAlgorithms) {
     if (text == algorithm_name(a)) {
       out = a;
       return true;
@@ -87,13 +96,28 @@ const char* algorithm_description(Algorithm a) {
     case Algorithm::baseline_fp8:
       return "FA-3's fp8 baseline: per-tensor scaled e4m3 Q/K/V, then baseline under the policy "
              "(softmax and P in the policy's stats/prob formats)";
+    case Algorithm::flash2_tc_twin:
+      return "twin of attndev's flash2-tc CUDA kernel, operation by operation (Bc = 64, d = 64 or "
+             "128, per-lane row sums, quad reductions), both GEMMs on the policy's tensor-core "
+             "profile (kernel-bf16/fp16 with \"mma\")";
   }
   return "?";
+}
+
+std::string unsupported_reason(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                               const Shape& shape) {
+  if (is_twin_algorithm(algorithm)) return twins::flash2_tc_unsupported(policy, shape);
+  if (policy.mma != numerics::mma::Arch::none && is_fp8_algorithm(algorithm))
+    return std::string(algorithm_name(algorithm)) +
+           ": the tensor-core profile (\"mma\") is not modelled for the fp8 algorithms' own "
+           "quantization; use flash2 or baseline with an fp8 input policy";
+  return {};
 }
 
 const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
                         const Options& options) {
   if (options.path == Options::Path::generic) return "generic";
+  if (is_twin_algorithm(algorithm)) return "twin";
   switch (detail::fast_kind(algorithm, policy)) {
     case detail::FastKind::f32:
       return "fast-f32";
@@ -105,13 +129,40 @@ const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& po
   return "generic";
 }
 
-Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
-           const Options& options) {
-  const Problem p = make_problem(policy, inputs, options);
-  const Shape s = p.shape;
+namespace {
+
+Output empty_output(const Shape& s) {
   Output out;
   out.o = Tensor(s.batch, s.heads, s.seq_q, s.head_dim);
   out.lse.assign(static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, 0.0);
+  return out;
+}
+
+void require_supported(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                       const Shape& shape) {
+  if (const std::string why = unsupported_reason(algorithm, policy, shape); !why.empty())
+    throw std::invalid_argument(why);
+}
+
+}  // namespace
+
+Output run_flash2_tc_twin(const numerics::PrecisionPolicy& policy, const Inputs& inputs,
+                          const Options& options, const std::function<float(float)>& exp2) {
+  const Problem p = make_problem(policy, inputs, options);
+  require_supported(Algorithm::flash2_tc_twin, policy, p.shape);
+  Output out = empty_output(p.shape);
+  twins::run_flash2_tc(p, exp2, out);
+  return out;
+}
+
+Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
+           const Options& options) {
+  if (algorithm == Algorithm::flash2_tc_twin)
+    return run_flash2_tc_twin(policy, inputs, options, {});
+  const Problem p = make_problem(policy, inputs, options);
+  require_supported(algorithm, policy, p.shape);
+  const Shape s = p.shape;
+  Output out = empty_output(s);
   // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and
   // Hadamard steps have no framework-tensor counterpart in attndev.
   if (is_fp8_algorithm(algorithm) && policy.model == numerics::Model::framework)

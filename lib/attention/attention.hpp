@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,9 @@ enum class Algorithm : unsigned char {
   flash3_fp8_per_tensor,   // flash3_fp8 without block quantization (one scale per tensor)
   flash3_fp8_no_hadamard,  // flash3_fp8 without incoherent processing (no Hadamard rotation)
   baseline_fp8,  // per-tensor scaled e4m3 Q, K, V; the rest as `baseline` under the policy
+  // Emulated twins of GPU kernels, operation by operation (lib/attention/twins/): each runs
+  // its kernel's fixed policy and tiles, with the policy's tensor-core profile (mma).
+  flash2_tc_twin,  // attndev's own flash2-tc (lib/cuda/flash2_tc.cuh)
 };
 
 inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
@@ -40,6 +44,10 @@ inline constexpr Algorithm kFp8Algorithms[] = {
     Algorithm::flash3_fp8, Algorithm::flash3_fp8_per_tensor, Algorithm::flash3_fp8_no_hadamard,
     Algorithm::baseline_fp8};
 
+// The twins of GPU kernels: like the fp8 algorithms, kept out of kAllAlgorithms (they run their
+// kernel's policy only, not any policy exactly).
+inline constexpr Algorithm kTwinAlgorithms[] = {Algorithm::flash2_tc_twin};
+
 // Every algorithm a user can name (listings, config validation, suggestions).
 inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
                                                 Algorithm::flash1,
@@ -47,11 +55,16 @@ inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
                                                 Algorithm::flash3_fp8,
                                                 Algorithm::flash3_fp8_per_tensor,
                                                 Algorithm::flash3_fp8_no_hadamard,
-                                                Algorithm::baseline_fp8};
+                                                Algorithm::baseline_fp8,
+                                                Algorithm::flash2_tc_twin};
 
 inline constexpr bool is_fp8_algorithm(Algorithm a) {
   return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||
          a == Algorithm::flash3_fp8_no_hadamard || a == Algorithm::baseline_fp8;
+}
+
+inline constexpr bool is_twin_algorithm(Algorithm a) {
+  return a == Algorithm::flash2_tc_twin;
 }
 
 const char* algorithm_name(Algorithm a);
@@ -157,6 +170,19 @@ struct Output {
 // (tile < 1, mismatched shapes, d < 1, ...; attention::validate in problem.hpp).
 Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const Inputs& inputs,
            const Options& options);
+
+// Empty when run() computes (algorithm, policy, shape); else why it cannot, as a skipped row says
+// it: a twin asked for a head dim or a policy its kernel does not have, a tensor-core profile
+// with an algorithm that has no tensor-core GEMMs here. run() throws std::invalid_argument with
+// the same text. (A policy whose profile does not take its formats is a bad policy, refused by
+// numerics::mma_policy_error when it is parsed, and by run() as well.)
+std::string unsupported_reason(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
+                               const Shape& shape);
+
+// flash2-tc-twin with its exp2 replaced (lib/attention/twins/flash2_tc.hpp): exp2(x) for every
+// exp2f of the kernel; an empty function is run()'s default, numerics::exp2_f32.
+Output run_flash2_tc_twin(const numerics::PrecisionPolicy& policy, const Inputs& inputs,
+                          const Options& options, const std::function<float(float)>& exp2);
 
 // The FP64 golden: `baseline` under the fp64 policy (same code, not a second formula).
 Output golden(const Inputs& inputs, const Options& options);

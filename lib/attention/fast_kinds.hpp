@@ -128,6 +128,8 @@ constexpr FastKind fast_kind([[maybe_unused]] Algorithm algorithm,
                              const numerics::PrecisionPolicy& policy) {
   // The vector softmax form (PyTorch's CPU kernel) runs on the generic path only.
   if (policy.softmax != numerics::SoftmaxForm::fa2) return FastKind::none;
+  // A tensor-core profile's GEMMs (rows/tc_gemm.hpp) run on the generic path only.
+  if (policy.mma != numerics::mma::Arch::none) return FastKind::none;
   const FastKind kind = fast_rules::value_kind(policy);
   if (kind == FastKind::none || !has_fast_instance(fast_instance(kind, policy)))
     return FastKind::none;

@@ -12,6 +12,7 @@
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
 #include "attention/rows/scalar_kernels.hpp"
+#include "attention/rows/tc_gemm.hpp"
 
 namespace attndev::attention::detail {
 
@@ -27,6 +28,19 @@ inline double* lse_rows(Output& out, const RowBlock& rb) {
 inline rows::ScalarKernels<rows::PolicyArith> scalar_kernels(const Tensor& q, const Tensor& k,
                                                              const Tensor& v, const RowBlock& rb) {
   return {q.head_ptr(rb.b, rb.h), k.head_ptr(rb.b, rb.h), v.head_ptr(rb.b, rb.h), q.cols};
+}
+
+// Calls visit(kernels) with the GEMMs the policy asks for: FMA chains (ScalarKernels), or the
+// tensor-core profile of policy.mma (TcKernels). The one place the generic path chooses.
+template <class Visit>
+void with_kernels(const Problem& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const RowBlock& rb, Visit&& visit) {
+  if (p.policy.mma == numerics::mma::Arch::none) {
+    visit(scalar_kernels(q, k, v, rb));
+  } else {
+    visit(rows::tc_kernels<rows::PolicyArith>(
+        p.policy, q.head_ptr(rb.b, rb.h), k.head_ptr(rb.b, rb.h), v.head_ptr(rb.b, rb.h), q.cols));
+  }
 }
 
 template <class Dequant>
@@ -46,9 +60,10 @@ void flash2_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, con
   const rows::Flash2Work<A> work{softmax.data(), count.data(),      s.data(),
                                  p.block_c,      acc.data(),        d,
                                  pv.data(),      chunk_count.data()};
-  rows::flash2_rows(A{p.policy}, scalar_kernels(q, k, v, rb), dequant, rows::RegisterState{},
-                    p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
-                    lse_rows(out, rb));
+  with_kernels(p, q, k, v, rb, [&](const auto& kernels) {
+    rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
+                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+  });
 }
 
 inline void flash1_generic_rows(const Problem& p, const RowBlock& rb, Output& out) {
@@ -62,9 +77,10 @@ inline void flash1_generic_rows(const Problem& p, const RowBlock& rb, Output& ou
   std::vector<double> pv(rows * d);         // (Br, d)
   const rows::Flash1Work<A> work{softmax.data(), count.data(), s.data(), p.block_c, o.data(), d,
                                  pv.data()};
-  rows::flash1_rows(A{p.policy}, scalar_kernels(p.q, p.k, p.v, rb), rows::HbmState{},
-                    p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
-                    lse_rows(out, rb));
+  with_kernels(p, p.q, p.k, p.v, rb, [&](const auto& kernels) {
+    rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
+                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+  });
 }
 
 template <class Dequant>
@@ -78,8 +94,10 @@ void baseline_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, c
   std::vector<double> s(rows * n_kv);  // (rows, N_kv)
   std::vector<double> acc(rows * d);   // (rows, d)
   const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(), n_kv, acc.data(), d};
-  rows::baseline_rows(A{p.policy}, scalar_kernels(q, k, v, rb), dequant, p.row_params(),
-                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+  with_kernels(p, q, k, v, rb, [&](const auto& kernels) {
+    rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end,
+                        work, o_rows(out, rb), lse_rows(out, rb));
+  });
 }
 
 }  // namespace attndev::attention::detail

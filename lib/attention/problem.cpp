@@ -67,6 +67,8 @@ void validate(const Inputs& in, const Options& options) {
 Problem make_problem(const numerics::PrecisionPolicy& policy, const Inputs& in,
                      const Options& options) {
   validate(in, options);
+  if (const std::string e = numerics::mma_policy_error(policy); !e.empty())
+    throw std::invalid_argument("policy: " + e);
   Problem p;
   p.policy = policy;
   p.shape = in.shape();

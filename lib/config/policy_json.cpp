@@ -18,6 +18,7 @@ constexpr std::string_view kFmaKey = "fma";
 constexpr std::string_view kOverflowKey = "fp8_overflow";
 constexpr std::string_view kModelKey = "model";
 constexpr std::string_view kSoftmaxKey = "softmax";
+constexpr std::string_view kMmaKey = "mma";
 constexpr std::string_view kBaseKey = "base";
 
 std::vector<std::string_view> object_keys() {
@@ -27,6 +28,7 @@ std::vector<std::string_view> object_keys() {
   keys.push_back(kOverflowKey);
   keys.push_back(kModelKey);
   keys.push_back(kSoftmaxKey);
+  keys.push_back(kMmaKey);
   return keys;
 }
 
@@ -80,7 +82,7 @@ int difference(const PrecisionPolicy& a, const PrecisionPolicy& b) {
   int n = 0;
   for (Stage s : numerics::kAllStages) n += a[s] != b[s];
   return n + (a.fma != b.fma) + (a.fp8_overflow != b.fp8_overflow) + (a.model != b.model) +
-         (a.softmax != b.softmax);
+         (a.softmax != b.softmax) + (a.mma != b.mma);
 }
 
 const numerics::PolicyPreset& nearest_preset(const PrecisionPolicy& policy) {
@@ -168,6 +170,18 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
       }
       continue;
     }
+    if (key == kMmaKey) {
+      const std::string m = v.is_string() ? v.get<std::string>() : std::string();
+      if (!numerics::mma::parse_arch(m, policy.mma)) {
+        std::vector<std::string_view> names = {"none"};
+        for (numerics::mma::Arch a : numerics::mma::kAllArchs)
+          names.push_back(numerics::mma::arch_name(a));
+        error = "\"mma\": the tensor cores whose arithmetic the GEMMs run on must be one of " +
+                join_names(names) + ", got " + v.dump() + (m.empty() ? "" : did_you_mean(m, names));
+        return false;
+      }
+      continue;
+    }
     const Stage* stage = nullptr;
     for (const Stage& s : numerics::kAllStages)
       if (key == numerics::stage_name(s)) stage = &s;  // found: unknown keys were refused above
@@ -194,6 +208,11 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
     }
     policy.at(*stage) = f;
   }
+  // Checked on the whole policy: the stages named after "mma" count too.
+  if (std::string e = numerics::mma_policy_error(policy); !e.empty()) {
+    error = std::move(e);
+    return false;
+  }
   out = policy;
   return true;
 }
@@ -212,6 +231,7 @@ nlohmann::json policy_to_json(const PrecisionPolicy& policy) {
     j[std::string(kModelKey)] = numerics::model_name(policy.model);
   if (policy.softmax != base.policy.softmax)
     j[std::string(kSoftmaxKey)] = numerics::softmax_form_name(policy.softmax);
+  if (policy.mma != base.policy.mma) j[std::string(kMmaKey)] = numerics::mma::arch_name(policy.mma);
   return j;
 }
 
@@ -225,6 +245,9 @@ nlohmann::json policy_stages_json(const PrecisionPolicy& policy) {
   // Only where it is not FA-2's: the stages of every earlier policy stay as they were.
   if (policy.softmax != numerics::SoftmaxForm::fa2)
     j[std::string(kSoftmaxKey)] = numerics::softmax_form_name(policy.softmax);
+  // Likewise only with a tensor-core model.
+  if (policy.mma != numerics::mma::Arch::none)
+    j[std::string(kMmaKey)] = numerics::mma::arch_name(policy.mma);
   return j;
 }
 
@@ -242,6 +265,8 @@ std::string policy_label(const PrecisionPolicy& policy) {
     label += std::string("+model=") + numerics::model_name(policy.model);
   if (policy.softmax != base.policy.softmax)
     label += std::string("+softmax=") + numerics::softmax_form_name(policy.softmax);
+  if (policy.mma != base.policy.mma)
+    label += std::string("+mma=") + numerics::mma::arch_name(policy.mma);
   return label + ")";
 }
 

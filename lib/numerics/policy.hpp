@@ -32,9 +32,11 @@
 #include <array>
 #include <cstdint>
 #include <iterator>
+#include <string>
 #include <string_view>
 
 #include "format.hpp"
+#include "mma_profiles.hpp"
 #include "round.hpp"
 
 namespace attndev::numerics {
@@ -97,6 +99,11 @@ struct PrecisionPolicy {
   // How the online softmax is evaluated (SoftmaxForm above): FA-2's form unless a preset models
   // PyTorch's CPU kernel.
   SoftmaxForm softmax = SoftmaxForm::fa2;
+  // The tensor cores whose arithmetic both GEMMs run on (numerics/mma.hpp): none keeps the
+  // dot products as chains of FMAs (or mul-add) in score_accum / out_accum; an architecture
+  // makes QK^T (over d) and P V (over a block's keys) the profile's fused dot-adds in the
+  // kernel's k order, with the running accumulator as C (docs/numerics.md, "Tensor cores").
+  mma::Arch mma = mma::Arch::none;
 
   // The format stage s's operations compute (and its reductions accumulate) in: the stage's own
   // format under the kernel model; under the framework model PyTorch's opmath type (float for
@@ -222,6 +229,35 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      {Format::fp8_e4m3, Format::fp32, Format::fp32, Format::fp32, Format::fp8_e4m3, Format::fp32,
       Format::bf16, true, Overflow::saturate, Model::kernel}},
 };
+
+// Empty when the policy's tensor-core choice is possible; else what is wrong and how to fix it:
+// the operands of QK^T (input x input) and of P V (prob x input) must be a pair the
+// architecture's tensor cores multiply, and both accumulators fp32 (what the matrix unit keeps).
+// Host only.
+inline std::string mma_policy_error(const PrecisionPolicy& p) {
+  if (p.mma == mma::Arch::none) return {};
+  const std::string arch = mma::arch_name(p.mma);
+  for (Stage s : {Stage::score_accum, Stage::out_accum})
+    if (p.compute(s) != Format::fp32)
+      return std::string("\"mma\": \"") + arch + "\" accumulates in fp32, but " + stage_name(s) +
+             " computes in " + traits(p.compute(s)).name + "; set \"" + stage_name(s) +
+             "\": \"fp32\" or drop \"mma\"";
+  struct Gemm {
+    const char* name;
+    Format a, b;
+  };
+  for (const Gemm& g : {Gemm{"QK^T (input x input)", p.input, p.input},
+                        Gemm{"P V (prob x input)", p.prob, p.input}}) {
+    mma::Kind kind;
+    if (!mma::kind_of(g.a, g.b, kind))
+      return std::string("\"mma\": \"") + arch + "\": no tensor-core instruction multiplies " +
+             traits(g.a).name + " by " + traits(g.b).name + " (" + g.name +
+             "); tensor cores take fp16, bf16, tf32/fp32 or fp8 operands of one kind";
+    if (const std::string e = mma::profile_error(p.mma, kind); !e.empty())
+      return std::string("\"mma\": ") + e;
+  }
+  return {};
+}
 
 inline const PolicyPreset* find_preset(std::string_view name) {
   for (const PolicyPreset& p : kPolicyPresets)
