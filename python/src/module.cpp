@@ -46,6 +46,8 @@ namespace nb = nanobind;
 
 namespace attndev::python {
 
+void register_quantize(nb::module_& m);  // quantize.cpp
+
 namespace {
 
 // A bad argument: raised in Python as attndev.Error (a ValueError), the CLI's exit 2.
@@ -384,4 +386,5 @@ NB_MODULE(_core, m) {
   m.def("presets", &presets_list);
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
+  register_quantize(m);
 }
