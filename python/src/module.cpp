@@ -234,6 +234,7 @@ nb::dict deviation_dict(const metrics::Deviation& d) {
   out["std_abs"] = d.std_abs;
   out["rmse"] = d.rmse;
   out["rel_l2"] = d.rel_l2;
+  out["rel_l1"] = d.rel_l1;
   out["max_rel"] = d.max_rel;
   out["max_rel_floor"] = d.max_rel_floor;
   out["cos_sim"] = d.cos_sim;
