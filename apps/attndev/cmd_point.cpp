@@ -227,9 +227,9 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
   // One point is one question: an algorithm that cannot run it (a recipe's blocks that do not
   // tile the head dim, a profile without its instructions) is a usage error, not a skipped row.
   if (s.variant.backend == experiment::Backend::cpu)
-    if (const std::string why = attention::unsupported_reason(
-            s.variant.algorithm, s.variant.policy, r.inputs.shape(), s.options.block_r,
-            s.options.block_c);
+    if (const std::string why =
+            attention::unsupported_reason(s.variant.algorithm, s.variant.policy, r.inputs.shape(),
+                                          s.options.block_r, s.options.block_c);
         !why.empty())
       throw UsageError("point: " + why);
   r.variant_out = run_or_exit(s.variant, r.inputs, s.options, r.variant_s);

@@ -63,11 +63,16 @@ inline constexpr Algorithm kTwinAlgorithms[] = {Algorithm::flash2_tc_twin};
 
 // The quantized recipes: like the fp8 algorithms, they quantize with real-valued scales whatever
 // the policy (its input, output and mma are what they read).
-inline constexpr Algorithm kQuantAlgorithms[] = {
-    Algorithm::fa3_fp8,  Algorithm::fa3_fp8_paper, Algorithm::fa3_fp8_paper_per_tensor,
-    Algorithm::fa3_fp8_paper_no_hadamard, Algorithm::sage1, Algorithm::sage2_8b,
-    Algorithm::sage2_4b, Algorithm::sage2pp,       Algorithm::sage3,
-    Algorithm::mxfp8};
+inline constexpr Algorithm kQuantAlgorithms[] = {Algorithm::fa3_fp8,
+                                                 Algorithm::fa3_fp8_paper,
+                                                 Algorithm::fa3_fp8_paper_per_tensor,
+                                                 Algorithm::fa3_fp8_paper_no_hadamard,
+                                                 Algorithm::sage1,
+                                                 Algorithm::sage2_8b,
+                                                 Algorithm::sage2_4b,
+                                                 Algorithm::sage2pp,
+                                                 Algorithm::sage3,
+                                                 Algorithm::mxfp8};
 
 // Every algorithm a user can name (listings, config validation, suggestions).
 inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
@@ -209,7 +214,7 @@ struct Output {
   Tensor o;                 // (B, H, N_q, d), values in the policy's `output` format
   std::vector<double> lse;  // (B, H, N_q) log-sum-exp of the scaled scores (natural log);
                             // empty for algorithms that do not produce it
-  std::vector<QuantStageReport> quant;  // the quantized recipes' stages; empty otherwise
+  std::vector<QuantStageReport> quant = {};  // the quantized recipes' stages; empty otherwise
 };
 
 // Throws std::invalid_argument with a message naming the bad field for impossible arguments

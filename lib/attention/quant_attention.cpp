@@ -100,8 +100,8 @@ double nvf4_dot(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdif
       c = sum;
       continue;
     }
-    c = sum == 0 ? 0.0 : mma::round_d(std::ldexp(sum, e_max - kNvf4FracBits), false,
-                                      mma::Output::fp32);
+    c = sum == 0 ? 0.0
+                 : mma::round_d(std::ldexp(sum, e_max - kNvf4FracBits), false, mma::Output::fp32);
   }
   return c;
 }
@@ -151,8 +151,8 @@ double qk_dot(const Context& c, int i, int j) {
         if (!std::isfinite(sq) || !std::isfinite(sk)) return NAN;
         exps[g] = std::ilogb(sq) + std::ilogb(sk);
       }
-      return mma::dot_block_scaled<mma::Sm100MxF8>(Format::fp8_e4m3, Format::fp8_e4m3, qi, 1, kj,
-                                                   1, d, exps, 0.0);
+      return mma::dot_block_scaled<mma::Sm100MxF8>(Format::fp8_e4m3, Format::fp8_e4m3, qi, 1, kj, 1,
+                                                   d, exps, 0.0);
     }
     case OperandKind::nvfp4: {
       if (!c.tc()) {
@@ -233,7 +233,8 @@ void scores(const Context& c, int i, int j0, int n, float* s, float* e) {
     const double ds = c.qp.delta_s(c.b, c.h, i, j0 + j);
     switch (r.score) {
       case ScoreForm::dequant: {
-        const float descale = f32(c.qp.q.scale(c.b, c.h, i, 0)) * f32(c.qp.k.scale(c.b, c.h, j0 + j, 0));
+        const float descale =
+            f32(c.qp.q.scale(c.b, c.h, i, 0)) * f32(c.qp.k.scale(c.b, c.h, j0 + j, 0));
         s[j] = f32(dot) * descale;
         break;
       }
@@ -331,8 +332,8 @@ void quantize_p(const Context& c, const RowState& st, const float* p, const floa
       float bm = kNegInf;
       for (int j = g0; j < g1; ++j) bm = std::max(bm, raw[j]);
       const float x = std::fma(bm, c.sl2, -st.ms) + f32(std::log2(1.0 / 6.0));
-      scale = numerics::round_to(Format::fp8_e4m3, numerics::exp2_f32(x),
-                                 numerics::Overflow::saturate);
+      scale =
+          numerics::round_to(Format::fp8_e4m3, numerics::exp2_f32(x), numerics::Overflow::saturate);
       pb.scale[g0 / kNvBlock] = scale;
       ++stats.groups;
       stats.zero_scales += scale == 0.0;
@@ -442,7 +443,7 @@ void run_rows(const QuantProblem& qp, const RowBlock& rb, Output& out, quant::St
   dequantize_head(c);
   const int rows = rb.row_end - rb.row_begin, d = c.d, bc = p.block_c;
   std::vector<RowState> state(static_cast<std::size_t>(rows));
-  std::vector<float> acc(static_cast<std::size_t>(rows) * d, 0.0f);  // (rows, d)
+  std::vector<float> acc(static_cast<std::size_t>(rows) * d, 0.0f);                // (rows, d)
   std::vector<float> s(static_cast<std::size_t>(bc)), raw(s.size()), e(s.size());  // (Bc)
   PBlock pb;
   pb.elem.resize(static_cast<std::size_t>(bc));
@@ -473,8 +474,8 @@ void run_rows(const QuantProblem& qp, const RowBlock& rb, Output& out, quant::St
 }  // namespace
 
 void run_quant(Algorithm algorithm, const Problem& p, const Options::Fp8& options, Output& out) {
-  const std::string why = quant::recipe_unsupported(algorithm, p.policy.mma, p.shape, p.block_r,
-                                                    p.block_c);
+  const std::string why =
+      quant::recipe_unsupported(algorithm, p.policy.mma, p.shape, p.block_r, p.block_c);
   if (!why.empty()) throw std::invalid_argument(why);
   const QuantProblem qp = prepare_quant(algorithm, p, options, out);
   const std::size_t items = row_block_count(p.shape, p.block_r);

@@ -33,12 +33,12 @@ constexpr Spec sage_int_spec(Format f, Granularity g, int rows, ScaleRule rule) 
   return {f, g, rows, 1, rule, ElemRounding::half_add_trunc, 0.0};
 }
 constexpr Spec sage_v_spec(double qmax) {
-  return {Format::fp8_e4m3, Granularity::per_channel, 1,   1, ScaleRule::amax_recip,
-          ElemRounding::nearest_even, qmax};
+  return {Format::fp8_e4m3,      Granularity::per_channel,   1,   1,
+          ScaleRule::amax_recip, ElemRounding::nearest_even, qmax};
 }
 // V as SageAttention 1 reads it: fp16, not quantized (element fp16 marks "no quantization").
-constexpr Spec kFp16V = {Format::fp16, Granularity::per_tensor, 1, 1, ScaleRule::amax,
-                         ElemRounding::nearest_even, 0.0};
+constexpr Spec kFp16V = {Format::fp16,    Granularity::per_tensor,    1,  1,
+                         ScaleRule::amax, ElemRounding::nearest_even, 0.0};
 
 RecipeSpec fa3_paper(Algorithm a, bool blocks, bool hadamard, const char* description) {
   RecipeSpec r{a, description,
@@ -123,13 +123,14 @@ RecipeSpec make(Algorithm a) {
       return r;
     }
     case Algorithm::sage2_8b:
-      return sage2(a, Format::int8, false, false, 0.0,
-                   "SageAttention2 (8-bit): K smoothed, per-thread INT8 Q and K, P offset to "
-                   "[0, 448] in e4m3, per-channel FP8 V, each block's P V from zero then added "
-                   "in fp32 (two-level accumulation)",
-                   "Zhang et al., SageAttention2 (ICML 2025, arXiv 2411.10958); thu-ml/"
-                   "SageAttention triton/quant_per_thread.py, csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, "
-                   "attn_utils.cuh, csrc/fused/fused.cu");
+      return sage2(
+          a, Format::int8, false, false, 0.0,
+          "SageAttention2 (8-bit): K smoothed, per-thread INT8 Q and K, P offset to "
+          "[0, 448] in e4m3, per-channel FP8 V, each block's P V from zero then added "
+          "in fp32 (two-level accumulation)",
+          "Zhang et al., SageAttention2 (ICML 2025, arXiv 2411.10958); thu-ml/"
+          "SageAttention triton/quant_per_thread.py, csrc/qattn/qk_int_sv_f8_cuda_sm90.cu, "
+          "attn_utils.cuh, csrc/fused/fused.cu");
     case Algorithm::sage2_4b:
       return sage2(a, Format::int4, true, false, 0.0,
                    "SageAttention2 (4-bit): sage2-8b with per-thread INT4 Q and K and Q smoothed "
@@ -151,7 +152,7 @@ RecipeSpec make(Algorithm a) {
                    "sageattention3_blackwell (api.py, fp4_quantization_4d.cu, softmax_fused.h)"};
       r.smooth_k = true;
       r.smooth_q = true;
-      const Spec fp4 = {Format::fp4_e2m1, Granularity::row_groups, 1, kNvfp4Block,
+      const Spec fp4 = {Format::fp4_e2m1,       Granularity::row_groups,    1,  kNvfp4Block,
                         ScaleRule::ue4m3_recip, ElemRounding::nearest_even, 0.0};
       r.q = r.k = fp4;
       r.v = fp4;
@@ -174,8 +175,8 @@ RecipeSpec make(Algorithm a) {
                    "P (along keys), block-scaled mma, one fp32 accumulator",
                    "OCP Microscaling Formats (MX) v1.0; NVIDIA cuBLAS 1D block quantization "
                    "(RCEIL); pytorch/ao torchao/prototype/mx_formats (ScaleCalculationMode)"};
-      const Spec mx = {Format::fp8_e4m3, Granularity::row_groups, 1, kMxBlock, ScaleRule::nv_rceil,
-                       ElemRounding::nearest_even, 0.0};
+      const Spec mx = {Format::fp8_e4m3,    Granularity::row_groups,    1,  kMxBlock,
+                       ScaleRule::nv_rceil, ElemRounding::nearest_even, 0.0};
       r.q = r.k = mx;
       r.v = mx;
       r.v.granularity = Granularity::col_groups;
@@ -270,8 +271,8 @@ std::string recipe_unsupported(Algorithm a, numerics::mma::Arch arch, const Shap
     for (const OperandKind k : {r->qk, r->pv})
       if (!kind_supported(k, arch, r->pv_fp16))
         return name + " needs " + operand_kind_name(k) + " tensor-core instructions, which " +
-               numerics::mma::arch_name(arch) + " does not have; profiles that do: " +
-               archs_with(k, r->pv_fp16);
+               numerics::mma::arch_name(arch) +
+               " does not have; profiles that do: " + archs_with(k, r->pv_fp16);
   }
   if (r->hadamard && !fp8::is_power_of_two(d))
     return name + ": the Hadamard rotation needs head_dim a power of two (got " +
@@ -283,8 +284,8 @@ std::string recipe_unsupported(Algorithm a, numerics::mma::Arch arch, const Shap
     // The block-scaled instructions take k in whole instructions: 32 (mxf8f6f4) or 64
     // (mxf4nvf4: four 16-element scale groups) along d, and P V along a K/V block's keys.
     const bool nv = r->qk == OperandKind::nvfp4;
-    const int k_step = arch == numerics::mma::Arch::none ? (nv ? kNvfp4Block : kMxBlock)
-                                                         : (nv ? 64 : kMxBlock);
+    const int k_step =
+        arch == numerics::mma::Arch::none ? (nv ? kNvfp4Block : kMxBlock) : (nv ? 64 : kMxBlock);
     if (d % k_step != 0)
       return name + ": head_dim " + std::to_string(d) + " is not a multiple of " +
              std::to_string(k_step) + ", the k of its block-scaled instruction";

@@ -80,7 +80,7 @@ struct RecipeSpec {
   ProbForm prob = ProbForm::cast;
   numerics::Format p_format = numerics::Format::fp8_e4m3;
   OperandKind pv = OperandKind::fp8;
-  bool pv_fp16 = false;       // the P V mma accumulates in fp16 (D rounded to nearest even)
+  bool pv_fp16 = false;  // the P V mma accumulates in fp16 (D rounded to nearest even)
   PvForm pv_form = PvForm::chain;
   bool v_scale_at_end = true;  // O *= s_v (per head or per channel) after 1/l (not per block)
   // Forms of single steps that differ between the kernels (quant_attention.cpp says where):

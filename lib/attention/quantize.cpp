@@ -196,7 +196,8 @@ double scale_of(const Spec& s, double amax, double tensor_scale) {
     case ScaleRule::nvfp4: {
       const float block = f32(amax) / 6.0f;
       float scaled = block / f32(tensor_scale);  // 0 / 0 = NaN for an all-zero tensor
-      scaled = scaled != scaled ? scaled : std::clamp(scaled, static_cast<float>(kE4m3Tiny), 448.0f);
+      scaled =
+          scaled != scaled ? scaled : std::clamp(scaled, static_cast<float>(kE4m3Tiny), 448.0f);
       return numerics::round_to(Format::fp8_e4m3, scaled, numerics::Overflow::saturate);
     }
     case ScaleRule::ue4m3_recip:
@@ -233,22 +234,22 @@ double scaled_value(const Spec& s, double x, double scale, double amax, double t
 }  // namespace
 
 std::string tiling_error(const Spec& s, int rows, int cols) {
-  const bool needs_rows = s.granularity == Granularity::row_blocks ||
-                          s.granularity == Granularity::col_groups ||
-                          s.granularity == Granularity::sage2_q_thread ||
-                          s.granularity == Granularity::sage2_k_thread;
+  const bool needs_rows =
+      s.granularity == Granularity::row_blocks || s.granularity == Granularity::col_groups ||
+      s.granularity == Granularity::sage2_q_thread || s.granularity == Granularity::sage2_k_thread;
   if (needs_rows && s.rows < 1)
     return std::string(granularity_name(s.granularity)) + " needs a block of >= 1 rows";
   if (s.granularity == Granularity::sage2_q_thread && s.rows % 8 != 0)
-    return "sage2-q-thread slices must hold a multiple of 8 tokens (got " +
-           std::to_string(s.rows) + ")";
+    return "sage2-q-thread slices must hold a multiple of 8 tokens (got " + std::to_string(s.rows) +
+           ")";
   if (s.granularity == Granularity::sage2_k_thread && s.rows % 8 != 0)
     return "sage2-k-thread blocks must hold a multiple of 8 tokens (got " + std::to_string(s.rows) +
            ")";
   if (s.granularity == Granularity::row_groups && (s.cols < 1 || cols % s.cols != 0))
-    return "blocks of " + std::to_string(s.cols) + " along the head dimension cannot tile d = " +
-           std::to_string(cols) + " (" + numerics::format_name(s.element) +
-           " blocks need d a multiple of " + std::to_string(s.cols) + ")";
+    return "blocks of " + std::to_string(s.cols) +
+           " along the head dimension cannot tile d = " + std::to_string(cols) + " (" +
+           numerics::format_name(s.element) + " blocks need d a multiple of " +
+           std::to_string(s.cols) + ")";
   (void)rows;
   return {};
 }
@@ -271,7 +272,8 @@ Quantized quantize(const Tensor& x, const Spec& spec) {
           double& m = amax[q.group(b, h, r, c)];
           // A NaN element makes its group's amax NaN (fmaxf would skip it: counted below).
           m = a != a ? a : (m != m ? m : std::max(m, a));
-          tensor_amax = a != a ? a : (tensor_amax != tensor_amax ? tensor_amax : std::max(tensor_amax, a));
+          tensor_amax =
+              a != a ? a : (tensor_amax != tensor_amax ? tensor_amax : std::max(tensor_amax, a));
         }
   if (spec.rule == ScaleRule::nvfp4) q.tensor_scale = f32(tensor_amax) / kNvfp4TensorDivisor;
   q.scales.resize(groups);

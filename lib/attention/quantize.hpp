@@ -102,12 +102,12 @@ struct Spec {
 // What one quantized stage did, over all its elements.
 struct Stats {
   std::size_t elements = 0;
-  std::size_t saturated = 0;       // elements clamped to the format's largest value
-  std::size_t groups = 0;          // scales
-  std::size_t zero_scales = 0;     // groups whose scale is 0 (their elements are 0)
+  std::size_t saturated = 0;         // elements clamped to the format's largest value
+  std::size_t groups = 0;            // scales
+  std::size_t zero_scales = 0;       // groups whose scale is 0 (their elements are 0)
   std::size_t nonfinite_scales = 0;  // NaN or inf scales (their elements dequantize to NaN)
-  double err_sq = 0.0;             // sum (dequantized - x)^2: the quantization error alone
-  double ref_sq = 0.0;             // sum x^2
+  double err_sq = 0.0;               // sum (dequantized - x)^2: the quantization error alone
+  double ref_sq = 0.0;               // sum x^2
   double max_abs_err = 0.0;
 
   double rel_rmse() const;  // sqrt(err_sq / ref_sq), 0 for an all-zero input

@@ -82,8 +82,9 @@ attention::Tensor to_tensor(const Array4& a) {
 OutArray to_array(attention::Tensor&& t) {
   auto* owned = new std::vector<double>(std::move(t.data));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
-  const std::size_t shape[4] = {static_cast<std::size_t>(t.batch), static_cast<std::size_t>(t.heads),
-                                static_cast<std::size_t>(t.rows), static_cast<std::size_t>(t.cols)};
+  const std::size_t shape[4] = {static_cast<std::size_t>(t.batch),
+                                static_cast<std::size_t>(t.heads), static_cast<std::size_t>(t.rows),
+                                static_cast<std::size_t>(t.cols)};
   return OutArray(owned->data(), 4, shape, owner);
 }
 
@@ -94,7 +95,8 @@ attention::Inputs to_inputs(const Array4& q, const Array4& k, const Array4& v) {
 // A preset name or a JSON object text, as `attndev point --policy` reads it.
 numerics::PrecisionPolicy parse_policy(const std::string& text, const char* keyword) {
   nlohmann::json value;
-  if (text.find_first_not_of(' ') != std::string::npos && text[text.find_first_not_of(' ')] == '{') {
+  if (text.find_first_not_of(' ') != std::string::npos &&
+      text[text.find_first_not_of(' ')] == '{') {
     if (const auto deep = io::json_depth_error(text))
       throw ArgumentError(std::string(keyword) + ": the JSON is " + *deep);
     try {
@@ -107,7 +109,8 @@ numerics::PrecisionPolicy parse_policy(const std::string& text, const char* keyw
   }
   numerics::PrecisionPolicy policy;
   std::string error;
-  if (!config::parse_policy(value, policy, error)) throw ArgumentError(std::string(keyword) + ": " + error);
+  if (!config::parse_policy(value, policy, error))
+    throw ArgumentError(std::string(keyword) + ": " + error);
   return policy;
 }
 
@@ -130,8 +133,8 @@ attention::ScalePlacement parse_scale_on(const std::string& text) {
 
 void require_at_least(long long value, long long minimum, const char* keyword) {
   if (value < minimum)
-    throw ArgumentError(std::string(keyword) + " must be >= " + std::to_string(minimum) +
-                        ", got " + std::to_string(value));
+    throw ArgumentError(std::string(keyword) + " must be >= " + std::to_string(minimum) + ", got " +
+                        std::to_string(value));
 }
 
 // `attndev match --algo`'s parse and message.
@@ -139,7 +142,8 @@ attention::Algorithm parse_algorithm(const std::string& text, const char* keywor
   attention::Algorithm a;
   if (attention::parse_algorithm(text, a)) return a;
   std::vector<std::string_view> names;
-  for (attention::Algorithm b : attention::kEveryAlgorithm) names.push_back(attention::algorithm_name(b));
+  for (attention::Algorithm b : attention::kEveryAlgorithm)
+    names.push_back(attention::algorithm_name(b));
   throw ArgumentError(std::string(keyword) + ": unknown algorithm \"" + text + "\"" +
                       config::did_you_mean(text, names) + "; valid: " + config::join_names(names));
 }
@@ -186,13 +190,15 @@ void check_arguments(const attention::Inputs& inputs, const attention::Options& 
 
 // O and the seconds the kernel alone took (run_variant's clock): the rest of the call is the
 // package's own cost, which docs/python.md's speed figures measure.
-std::pair<OutArray, double> attention_call(const Array4& q, const Array4& k, const Array4& v, const std::string& algo,
-                        const std::string& policy_text, int block_r, int block_c, bool causal,
-                        const std::string& scale_on, std::optional<double> scale, int threads,
-                        const std::string& backend) {
+std::pair<OutArray, double> attention_call(const Array4& q, const Array4& k, const Array4& v,
+                                           const std::string& algo, const std::string& policy_text,
+                                           int block_r, int block_c, bool causal,
+                                           const std::string& scale_on, std::optional<double> scale,
+                                           int threads, const std::string& backend) {
   const numerics::PrecisionPolicy policy = parse_policy(policy_text, "policy");
   const experiment::Variant variant = make_variant(algo, policy, backend);
-  const attention::Options options = make_options(causal, scale_on, scale, block_r, block_c, threads);
+  const attention::Options options =
+      make_options(causal, scale_on, scale, block_r, block_c, threads);
   attention::Inputs inputs = to_inputs(q, k, v);
   experiment::VariantOutcome r;
   {
@@ -209,7 +215,8 @@ std::pair<OutArray, double> attention_call(const Array4& q, const Array4& k, con
 attention::Inputs rounded_inputs(const Array4& q, const Array4& k, const Array4& v,
                                  const std::optional<std::string>& input_format) {
   attention::Inputs inputs = to_inputs(q, k, v);
-  if (input_format) inputs = measure::round_inputs(inputs, parse_format(*input_format, "input_format"));
+  if (input_format)
+    inputs = measure::round_inputs(inputs, parse_format(*input_format, "input_format"));
   return inputs;
 }
 
@@ -308,14 +315,15 @@ nb::dict match_call(const Array4& output, const Array4& q, const Array4& k, cons
   for (const std::string& p : policies) pols.push_back(parse_policy(p, "policies"));
   if (pols.empty()) pols = experiment::default_policies(o);
   if (pols.empty())
-    throw ArgumentError("the output holds values no bf16/fp16/fp32/fp64 policy stores; name "
-                        "candidate policies with policies=");
+    throw ArgumentError(
+        "the output holds values no bf16/fp16/fp32/fp64 policy stores; name "
+        "candidate policies with policies=");
   experiment::MatchOptions mo;
   mo.options = make_options(causal, scale_on, std::nullopt, 64, 64, threads);
   check_arguments(inputs, mo.options);
-  const auto candidates = experiment::make_candidates(
-      algorithms, pols, clamp_tiles(block_r, inputs.q.rows, "block_r"),
-      clamp_tiles(block_c, inputs.k.rows, "block_c"));
+  const auto candidates =
+      experiment::make_candidates(algorithms, pols, clamp_tiles(block_r, inputs.q.rows, "block_r"),
+                                  clamp_tiles(block_c, inputs.k.rows, "block_c"));
   std::vector<experiment::MatchResult> ranked;
   {
     nb::gil_scoped_release release;

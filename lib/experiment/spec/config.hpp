@@ -48,8 +48,8 @@ inline constexpr std::string_view kDeviationMetrics[] = {
 // v, p) the share of saturated elements and the stage's own relative RMS quantization error,
 // and the zero and non-finite scales of all stages.
 inline constexpr std::string_view kQuantColumns[] = {
-    "saturated_q", "saturated_k", "saturated_v", "saturated_p",  "quant_err_q",      "quant_err_k",
-    "quant_err_v", "quant_err_p", "zero_scales", "nonfinite_scales"};
+    "saturated_q", "saturated_k", "saturated_v", "saturated_p", "quant_err_q",
+    "quant_err_k", "quant_err_v", "quant_err_p", "zero_scales", "nonfinite_scales"};
 // Metrics that also get a ratio_<name> column (variant / its baseline on the same point).
 inline constexpr std::string_view kRatioMetrics[] = {"max_abs", "mean_abs", "std_abs", "rmse",
                                                      "rel_l2",  "rel_l1",   "max_rel"};
