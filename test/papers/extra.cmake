@@ -59,9 +59,13 @@ set(attndev_claims_fa3-table3-sm90
     # FA-3's paper setting; the released kernel's P offset keeps P in e4m3's normal range
     "rmse:fa3-fp8-paper-quant-fp16-sm90>fa3-fp8-paper-quant-fp16")
 set(attndev_claims_quantized-attention
-    # 8-bit recipes deviate less than the 4-bit ones on the outlier inputs
-    "rmse:sage2-4b-quant-fp16-sm100>sage2-8b-quant-fp16-sm100"
-    "rmse:sage3-quant-fp16-sm100>mxfp8-quant-fp16-sm100")
+    # the 4-bit recipes deviate more than the 8-bit ones (smoke rmse: sage3 0.030, sage2-4b on
+    # sm89 0.042, sage2-8b 0.0052, mxfp8 0.0087); SageAttention2 below FA-3's released kernel
+    # (0.0052 vs 0.0081)
+    "rmse:sage3-quant-fp16-sm100>sage2-8b-quant-fp16-sm100"
+    "rmse:sage3-quant-fp16-sm100>mxfp8-quant-fp16-sm100"
+    "rmse:sage2-4b-quant-fp16-sm89>sage2-8b-quant-fp16-sm89"
+    "rmse:fa3-fp8-quant-fp16-sm90>sage2-8b-quant-fp16-sm90")
 # Configs whose rows may be skipped by design (a recipe on a profile without its instructions).
 set(attndev_smoke_allow_skipped quantized-attention)
 set(attndev_claims_attribution
