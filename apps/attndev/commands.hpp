@@ -38,5 +38,6 @@ void add_train_command(cli::Command& app);
 void add_wdist_command(cli::Command& app);
 void add_match_command(cli::Command& app);
 void add_plot_command(cli::Command& app);
+void add_gemm_command(cli::Command& app);
 
 }  // namespace attndev::app

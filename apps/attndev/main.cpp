@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
       add_train_command(app);
       add_wdist_command(app);
       add_match_command(app);
+      add_gemm_command(app);
     });
   } catch (const UsageError& e) {
     std::fprintf(stderr, "attndev: error: %s\n", e.what());

@@ -15,6 +15,7 @@
 #include "attention/rows/baseline.hpp"
 #include "attention/rows/flash1.hpp"
 #include "attention/rows/flash2.hpp"
+#include "attention/tc_simd_kernels.hpp"
 
 namespace attndev::attention::detail::fast {
 
@@ -38,7 +39,16 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, 
   std::vector<T> pv(block_local ? rows * pk.ld_v : 0);
   const rows::Flash2Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
                                  acc.data(),     pk.ld_v,      pv.data()};
-  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
+  const int bh = rb.b * p.shape.heads + rb.h;
+  if (p.policy.mma != numerics::mma::Arch::none) {  // the tensor-core profile's GEMMs
+    const TcSimdKernels<T> kernels{pk, bh,
+                                   tc_lanes::gemm_of(p.policy.mma, p.policy.input, p.policy.input),
+                                   tc_lanes::gemm_of(p.policy.mma, p.policy.prob, p.policy.input)};
+    rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
+                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
+    return;
+  }
+  const SimdKernels<T, kFused> kernels{pk, bh};
   rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
                     rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb));
 }

@@ -124,12 +124,13 @@ constexpr FastKind value_kind(const numerics::PrecisionPolicy& policy) {
 // (numerics/static_arith.hpp), never as a float operation rounded afterwards (a double
 // rounding). Storage-only stages (input, score, prob, output) may be any format up to fp32 on the
 // float path, fp8 included: rounding a float to it is a few bit operations.
-constexpr FastKind fast_kind([[maybe_unused]] Algorithm algorithm,
-                             const numerics::PrecisionPolicy& policy) {
+constexpr FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   // The vector softmax form (PyTorch's CPU kernel) runs on the generic path only.
   if (policy.softmax != numerics::SoftmaxForm::fa2) return FastKind::none;
-  // A tensor-core profile's GEMMs (rows/tc_gemm.hpp) run on the generic path only.
-  if (policy.mma != numerics::mma::Arch::none) return FastKind::none;
+  // A tensor-core profile's GEMMs have a fast form for flash2 (tc_simd_kernels.hpp); the other
+  // algorithms take them on the generic path (rows/tc_gemm.hpp).
+  if (policy.mma != numerics::mma::Arch::none && algorithm != Algorithm::flash2)
+    return FastKind::none;
   const FastKind kind = fast_rules::value_kind(policy);
   if (kind == FastKind::none || !has_fast_instance(fast_instance(kind, policy)))
     return FastKind::none;

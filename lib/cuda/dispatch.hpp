@@ -132,6 +132,12 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
         kernel, std::string("the softmax form ") + numerics::softmax_form_name(p.softmax) +
                     " (PyTorch's CPU kernel) runs on the emulator's generic path "
                     "only; use the emulator");
+  if (p.mma != numerics::mma::Arch::none)
+    return detail::unsupported(
+        kernel, std::string("the tensor-core model (\"mma\": \"") +
+                    numerics::mma::arch_name(p.mma) +
+                    "\") runs on the emulator only; the GPU's own tensor cores are what a CUDA "
+                    "kernel measures");
   switch (kernel) {
     case Kernel::flash1:
       visit(FaithfulTag<attention::Algorithm::flash1>{});

@@ -30,7 +30,8 @@ def _native():
 
 
 __all__ = ["Error", "attention", "golden", "deviation", "match", "presets", "algorithms",
-           "policy_formats"]
+           "policy_formats",
+           "mma"]
 
 def __getattr__(name):
     # attndev.Error resolves through here (PEP 562), so that importing the package does not load
@@ -222,3 +223,32 @@ def quantize(x, scheme):
 def quant_schemes():
     """The schemes ``quantize`` knows: name, description, whether they group tokens, block."""
     return [dict(s) for s in _native().quant_schemes()]
+
+
+# ---- The tensor cores' arithmetic (docs/numerics.md, "Tensor cores"; docs/python.md) ----
+
+def mma(a, b, c, arch="sm90", input="bf16", instruction="mma", output="fp32"):
+    """D = A B + C as the tensor cores of ``arch`` compute it, bit for bit (numerics/mma.hpp):
+    over k in increasing order, one fused dot-add per block of the architecture's products
+    (exact products aligned with C to the largest exponent, truncated to F fraction bits, summed
+    exactly, rounded once), each D fed to the next as C.
+
+    a (M, K) and b (K, N) hold values of ``input`` ("fp16", "bf16", "tf32" (fp32 values, which
+    the hardware truncates to tf32), "e4m3", "e5m2"); c (M, N) values of the accumulator type
+    ``output`` ("fp32", or "fp16" for fp16 and fp8 inputs). ``arch`` is "sm80", "sm89", "sm90"
+    or "sm100"; ``instruction`` "mma" (mma.sync), "wgmma" (sm90) or "tcgen05" (sm100), which
+    decides only what exists (their arithmetic is the architecture's). Returns D (M, N) as
+    float64. Raises Error for an unknown or unsupported choice (fp8 on sm80, ...), mismatched
+    shapes or a value that the input type cannot hold.
+    """
+    mats = []
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        m = _as_float64(x, name)
+        if m.ndim != 2:
+            raise _native().Error(f"{name}: shape {m.shape}: expected a matrix")
+        mats.append(m)
+    for name, value in (("arch", arch), ("input", input), ("instruction", instruction),
+                        ("output", output)):
+        if not isinstance(value, str):
+            raise _native().Error(f"{name}: expected a string, got {type(value).__name__}")
+    return _native().mma(mats[0], mats[1], mats[2], arch, input, instruction, output)

@@ -41,6 +41,7 @@
 #include "metrics/deviation.hpp"
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
+#include "mma.hpp"
 
 namespace nb = nanobind;
 
@@ -396,4 +397,5 @@ NB_MODULE(_core, m) {
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
   register_quantize(m);
+  register_mma(m);
 }

@@ -13,8 +13,11 @@
 //     from its issue until the wait that retires it, and is visible to other threads only after
 //     a barrier that follows that wait) is an error, as is a read of shared memory nothing wrote;
 //   * global accesses must stay inside the registered buffers; stores are counted per element.
-// What it cannot show: timing, bank conflicts, the matrix unit's exact fp32 summation (products
-// here are summed in double and rounded once) and CUDA's exp2f (the host's is used).
+// What it cannot show: timing, bank conflicts, the matrix unit's own summation and CUDA's exp2f
+// (the host's is used). mma.sync's arithmetic is selectable (sim::set_mma): by default the
+// products are summed in double and rounded once to fp32; with an architecture, each mma runs
+// the tensor-core model of numerics/mma.hpp (that architecture's fused dot-adds, C aligned with
+// the products), the model the emulator's flash2-tc-twin uses.
 #pragma once
 
 #define ATTNDEV_TC_HOST_SIM 1
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "numerics/encode.hpp"
+#include "numerics/mma.hpp"
 
 namespace attndev::cuda::tc {
 
@@ -135,6 +139,13 @@ struct Cta {
     if (errors.size() < 20) errors.push_back(what);
   }
 };
+
+// The arithmetic of mma_16816 (set before run_grid, read by every simulated thread): none sums
+// in double, an architecture runs its tensor-core profile.
+inline numerics::mma::Arch g_mma = numerics::mma::Arch::none;
+inline void set_mma(numerics::mma::Arch arch) {
+  g_mma = arch;
+}
 
 inline thread_local Cta* t_cta = nullptr;
 inline thread_local ThreadState* t_state = nullptr;
@@ -352,12 +363,28 @@ inline void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t 
     const std::uint32_t w = x.words[n * 4 + (k % 8) / 2][4 + k / 8];
     return sim::decode16(kBf16, w >> (16 * (k % 2)));
   };
+  namespace mma = numerics::mma;
+  const numerics::Format fmt = kBf16 ? numerics::Format::bf16 : numerics::Format::fp16;
+  const mma::DotFunction dot =
+      sim::g_mma == mma::Arch::none
+          ? nullptr
+          : mma::dot_function(sim::g_mma, mma::Instruction::mma, mma::Kind::f16);
   float d[4];
   for (int i = 0; i < 4; ++i) {
     const int row = lane / 4 + 8 * (i / 2), n = 2 * (lane % 4) + i % 2;
-    double sum = 0;  // bf16/fp16 products are exact in double
-    for (int k = 0; k < 16; ++k) sum += a_at(row, k) * b_at(k, n);
-    d[i] = static_cast<float>(sum + static_cast<double>(c[i]));
+    double a_row[16], b_col[16];  // (k) this element's operands, k increasing
+    for (int k = 0; k < 16; ++k) {
+      a_row[k] = a_at(row, k);
+      b_col[k] = b_at(k, n);
+    }
+    if (dot) {
+      d[i] = static_cast<float>(dot(mma::operands(fmt, fmt), a_row, 1, b_col, 1, 16,
+                                    static_cast<double>(c[i]), mma::Output::fp32));
+    } else {
+      double sum = 0;  // bf16/fp16 products are exact in double
+      for (int k = 0; k < 16; ++k) sum += a_row[k] * b_col[k];
+      d[i] = static_cast<float>(sum + static_cast<double>(c[i]));
+    }
   }
   sim::warp_barrier();
   for (int i = 0; i < 4; ++i) c[i] = d[i];

@@ -168,8 +168,8 @@ int check_row(const std::vector<Case>& cases) {
       }
       if (!(row_diff <= 2 * u * row_max)) {  // NaN included
         if (worse_rows++ == 0)
-          UNSCOPED_INFO("row " << row << ": max |sim - emulator| " << row_diff << " > 2u max|O_row| "
-                               << 2 * u * row_max);
+          UNSCOPED_INFO("row " << row << ": max |sim - emulator| " << row_diff
+                               << " > 2u max|O_row| " << 2 * u * row_max);
       }
     }
     CHECK(worse_rows == 0);
@@ -218,6 +218,102 @@ TEST_CASE("flash2-tc on the host simulator matches the emulator race-free for ev
   const int checked = check_table<cuda::TcTable>(
       cases, std::make_index_sequence<std::tuple_size_v<cuda::TcTable>>{});
   CHECK(checked == static_cast<int>(cases.size() * std::tuple_size_v<cuda::TcTable>));
+}
+
+// The emulator's flash2-tc-twin (lib/attention/twins/flash2_tc.hpp) against the kernel's own
+// code on the simulator, both on one tensor-core profile and the host's exp2f: every element of
+// O and every lse bit for bit.
+template <class Tag>
+int check_twin_row(const std::vector<Case>& cases, numerics::mma::Arch arch) {
+  const numerics::Format fmt =
+      Tag::kElement == cuda::MatElement::bf16 ? numerics::Format::bf16 : numerics::Format::fp16;
+  const std::string fmt_name = numerics::traits(fmt).name;
+  numerics::PrecisionPolicy policy = numerics::find_preset("kernel-" + fmt_name)->policy;
+  policy.mma = arch;
+  const auto host_exp2 = [](float x) { return std::exp2f(x); };
+  int identical_cases = 0;
+  for (Case c : cases) {
+    c.shape.head_dim = Tag::kHeadDim;
+    INFO(describe(c, Tag::kHeadDim, Tag::kBlockM, Tag::kBlockN, fmt_name.c_str())
+         << " mma " << numerics::mma::arch_name(arch));
+    const attention::Inputs in = cuda_check::random_inputs(c.shape, c.seed, fmt);
+    attention::Options opt;
+    opt.causal = c.causal;
+    const attention::Output twin = attention::run_flash2_tc_twin(policy, in, opt, host_exp2);
+    tc::sim::set_mma(arch);
+    const SimResult sim = run_sim<Tag>(in, c.causal);
+    tc::sim::set_mma(numerics::mma::Arch::none);
+    CHECK(sim.errors.empty());
+    REQUIRE(sim.o.size() == twin.o.data.size());
+    std::size_t differ = 0, first = 0;
+    for (std::size_t e = 0; e < sim.o.size(); ++e) {
+      const bool same = numerics::bits_of(sim.o[e]) == numerics::bits_of(twin.o.data[e]);
+      if (!same && differ++ == 0) first = e;
+    }
+    INFO(differ << " of " << sim.o.size() << " elements differ; first " << first << ": sim "
+                << sim.o[first] << " twin " << twin.o.data[first]);
+    CHECK(differ == 0);
+    std::size_t lse_differ = 0;
+    for (std::size_t i = 0; i < sim.lse.size(); ++i)
+      lse_differ += numerics::bits_of(static_cast<float>(sim.lse[i])) !=
+                    numerics::bits_of(static_cast<float>(twin.lse[i]));
+    CHECK(lse_differ == 0);
+    identical_cases += differ == 0 && lse_differ == 0 && !sim.o.empty();
+  }
+  return identical_cases;
+}
+
+template <class Tuple, std::size_t... I>
+int check_twin_table(const std::vector<Case>& cases, numerics::mma::Arch arch,
+                     std::index_sequence<I...>) {
+  return (check_twin_row<std::tuple_element_t<I, Tuple>>(cases, arch) + ...);
+}
+
+TEST_CASE("flash2-tc-twin equals the kernel on the host simulator bit for bit, per profile",
+          "[cuda][flash2-tc][twin]") {
+  // The shapes of the simulator's own test, every table row, under sm80 (k16 as two k8
+  // halves) and sm90 (one block of 16), which sum differently.
+  const std::vector<Case> cases = {
+      {{1, 2, 77, 77, 0}, false, 11},
+      {{1, 1, 130, 45, 0}, true, 12},
+      {{1, 1, 70, 150, 0}, true, 13},
+      {{1, 1, 1, 9, 0}, false, 14},
+  };
+  for (numerics::mma::Arch arch : {numerics::mma::Arch::sm80, numerics::mma::Arch::sm90}) {
+    const int identical = check_twin_table<cuda::TcTable>(
+        cases, arch, std::make_index_sequence<std::tuple_size_v<cuda::TcTable>>{});
+    CHECK(identical == static_cast<int>(cases.size() * std::tuple_size_v<cuda::TcTable>));
+  }
+}
+
+TEST_CASE("flash2-tc-twin: the comparison with the simulator sees the profile and the exp2",
+          "[cuda][flash2-tc][twin]") {
+  // Negative controls of the test above: against the simulator on sm80, the twin on sm90 (the
+  // profiles' sums differ), without a profile (fp32 FMA chains) and with an exp2 one ulp off
+  // the host's must each leave some element different.
+  using Tag = cuda::TcTag<cuda::MatElement::fp16, 64, 64, 64>;
+  const attention::Shape s{1, 1, 96, 160, 64};
+  const attention::Inputs in = cuda_check::random_inputs(s, 31, numerics::Format::fp16);
+  attention::Options opt;
+  numerics::PrecisionPolicy policy = numerics::find_preset("kernel-fp16")->policy;
+  tc::sim::set_mma(numerics::mma::Arch::sm80);
+  const SimResult sim = run_sim<Tag>(in, /*causal=*/false);
+  tc::sim::set_mma(numerics::mma::Arch::none);
+  REQUIRE(sim.errors.empty());
+  auto differing = [&](const attention::Output& twin) {
+    std::size_t n = 0;
+    for (std::size_t e = 0; e < sim.o.size(); ++e) n += sim.o[e] != twin.o.data[e];
+    return n;
+  };
+  const auto host_exp2 = [](float x) { return std::exp2f(x); };
+  policy.mma = numerics::mma::Arch::sm80;
+  CHECK(differing(attention::run_flash2_tc_twin(policy, in, opt, host_exp2)) == 0);
+  const auto ulp_off = [](float x) { return std::nextafterf(std::exp2f(x), INFINITY); };
+  CHECK(differing(attention::run_flash2_tc_twin(policy, in, opt, ulp_off)) > 0);
+  policy.mma = numerics::mma::Arch::none;
+  CHECK(differing(attention::run_flash2_tc_twin(policy, in, opt, host_exp2)) > 0);
+  policy.mma = numerics::mma::Arch::sm90;
+  CHECK(differing(attention::run_flash2_tc_twin(policy, in, opt, host_exp2)) > 0);
 }
 
 TEST_CASE("flash2-tc host simulator: the comparison catches a wrong result", "[cuda][flash2-tc]") {

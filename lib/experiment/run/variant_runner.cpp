@@ -16,7 +16,9 @@ namespace attndev::experiment {
 
 bool tile_independent(const Variant& variant) {
   if (variant.external) return !variant.external->tile_dependent;
+  // A twin runs its kernel's own tiles, whatever the point's.
   return variant.algorithm == attention::Algorithm::baseline ||
+         attention::is_twin_algorithm(variant.algorithm) ||
          (variant.block_r.has_value() && variant.block_c.has_value());
 }
 
