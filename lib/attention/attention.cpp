@@ -208,7 +208,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
       throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
                                   " models a kernel: the framework rounding model does not "
                                   "apply; use a kernel-model policy such as quant-fp16");
-    detail::run_quant(algorithm, p, options.fp8, out);
+    detail::run_quant(algorithm, p, options.fp8, options.path, out);
     return out;
   }
   // FA-3's fp8 kernel and its per-tensor-scaled baseline are kernels: their block scales and

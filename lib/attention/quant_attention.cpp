@@ -1,4 +1,6 @@
-// The one loop of the quantized recipes (quant_recipes.hpp), per block of query rows of one
+// The one loop of the quantized recipes (quant_recipes.hpp) in its reference form: one row and
+// one key at a time, each step a scalar function (fast_quant.cpp is the same loop over tiles,
+// bit for bit). Per block of query rows of one
 // (batch, head), K/V blocks of Bc keys in increasing order (masked keys never visited, as
 // flash2). Each step in the form its recipe names; every value is an fp32 number computed by one
 // IEEE float operation (fmaf where the kernel fuses), exp2 is numerics::exp2_f32 (the GPU's
@@ -77,52 +79,11 @@ double fma_chain(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdi
   return acc;
 }
 
-// kind::mxf4nvf4 (sm_100): per k64 instruction, four 16-element groups each summed exactly and
-// multiplied by its two block scales, then fused with C (kNvf4FracBits), D toward zero to fp32.
-double nvf4_dot(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdiff_t sb, int k,
-                const double* scale_a, const double* scale_b, std::ptrdiff_t ss_b, double c) {
-  for (int k0 = 0; k0 < k; k0 += kNvInstructionK) {
-    double terms[kNvInstructionK / kNvBlock] = {};
-    int count = 0;
-    for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvBlock, ++count) {
-      double sum = 0.0;  // e2m1 products: exact, and so is their sum
-      for (int j = g0; j < std::min(k, g0 + kNvBlock); ++j) sum += a[j * sa] * b[j * sb];
-      terms[count] = sum * scale_a[g0 / kNvBlock] * scale_b[(g0 / kNvBlock) * ss_b];
-    }
-    int e_max = -133;
-    for (int i = 0; i < count; ++i)
-      if (terms[i] != 0 && std::isfinite(terms[i])) e_max = std::max(e_max, std::ilogb(terms[i]));
-    if (c != 0 && std::isfinite(c)) e_max = std::max(e_max, std::ilogb(c));
-    const double up = std::ldexp(1.0, kNvf4FracBits - e_max);
-    double sum = std::trunc(c * up);
-    for (int i = 0; i < count; ++i) sum += std::trunc(terms[i] * up);
-    if (!std::isfinite(sum)) {
-      c = sum;
-      continue;
-    }
-    c = sum == 0 ? 0.0
-                 : mma::round_d(std::ldexp(sum, e_max - kNvf4FracBits), false, mma::Output::fp32);
-  }
-  return c;
-}
 
-// The per-run constants of one (b, h) and the GEMM choices of the profile.
-struct Context {
-  const QuantProblem& qp;
-  const quant::RecipeSpec& r;
-  int b, h, d;
-  mma::Arch arch;
-  mma::DotFunction f8 = nullptr, f16 = nullptr;
-  float sl2 = 1.0f;            // scale_log2 as the recipe's kernel holds it
-  const double* q8 = nullptr;  // (N_q, d) element values
-  const double* k8 = nullptr;  // (N_kv, d)
-  const double* v8 = nullptr;  // (N_kv, d)
-  std::vector<double> qdeq = {}, kdeq = {}, vdeq = {};  // dequantized (block-scaled, no mma)
 
-  bool tc() const { return arch != mma::Arch::none; }
-};
+}  // namespace
 
-double qk_dot(const Context& c, int i, int j) {
+double quant_qk_dot(const QuantContext& c, int i, int j) {
   const int d = c.d;
   const double* qi = c.q8 + static_cast<std::ptrdiff_t>(i) * d;  // (d)
   const double* kj = c.k8 + static_cast<std::ptrdiff_t>(j) * d;  // (d)
@@ -168,14 +129,9 @@ double qk_dot(const Context& c, int i, int j) {
   return NAN;
 }
 
-// Row r's P of the current block: element values, their dequantized values, block scales.
-struct PBlock {
-  std::vector<double> elem, deq, scale;  // (Bc), (Bc), (Bc / 16)
-  std::vector<int> exps;                 // (Bc / 32) mx_blocks' e8m0 exponents
-};
 
-// The block's P V for column t of V, through the profile, from c.
-double pv_dot(const Context& c, const PBlock& pb, int j0, int n, int t, double acc) {
+double quant_pv_dot(const QuantContext& c, const QuantPBlock& pb, int j0, int n, int t,
+                    double acc) {
   const int d = c.d;
   const double* v = c.v8 + static_cast<std::ptrdiff_t>(j0) * d + t;  // (n) strided by d
   switch (c.r.pv) {
@@ -218,18 +174,14 @@ double pv_dot(const Context& c, const PBlock& pb, int j0, int n, int t, double a
   return NAN;
 }
 
-struct RowState {
-  float m = kNegInf;  // running max (raw scores, or z for SageAttention2's folded form)
-  float l = 0.0f;
-  float alpha = 0.0f;
-  float ms = 0.0f;  // the exponent's subtrahend of the current block
-};
+
+namespace {
 
 // Scores of row i against keys j0.. (n), as the softmax reads them; e[j]: folded's scale.
-void scores(const Context& c, int i, int j0, int n, float* s, float* e) {
+void scores(const QuantContext& c, int i, int j0, int n, float* s, float* e) {
   const quant::RecipeSpec& r = c.r;
   for (int j = 0; j < n; ++j) {
-    const double dot = qk_dot(c, i, j0 + j);
+    const double dot = quant_qk_dot(c, i, j0 + j);
     const double ds = c.qp.delta_s(c.b, c.h, i, j0 + j);
     switch (r.score) {
       case ScoreForm::dequant: {
@@ -260,7 +212,7 @@ void scores(const Context& c, int i, int j0, int n, float* s, float* e) {
 
 // The softmax step of one row and block: m, alpha, l, and p (in place of s). False, changing
 // nothing, while every score so far is -inf.
-bool softmax_step(const Context& c, RowState& st, float* s, const float* e, int n) {
+bool softmax_step(const QuantContext& c, QuantRowState& st, float* s, const float* e, int n) {
   const quant::RecipeSpec& r = c.r;
   const bool z_max = r.score == ScoreForm::folded && !r.raw_max;
   float bm = kNegInf;
@@ -311,9 +263,112 @@ bool softmax_step(const Context& c, RowState& st, float* s, const float* e, int 
   return true;
 }
 
-// P of the block from p (fp32), by ProbForm; raw: the block's scores (nvfp4's block scales).
-void quantize_p(const Context& c, const RowState& st, const float* p, const float* raw, int n,
-                PBlock& pb, quant::Stats& stats) {
+
+// Joins the block's P V to the row's accumulator, by PvForm.
+void accumulate_pv(const QuantContext& c, const QuantRowState& st, const QuantPBlock& pb, int j0, int n,
+                   float* acc) {
+  const quant::RecipeSpec& r = c.r;
+  for (int t = 0; t < c.d; ++t) {
+    switch (r.pv_form) {
+      case PvForm::chain:
+        acc[t] = f32(quant_pv_dot(c, pb, j0, n, t, acc[t] * st.alpha));
+        break;
+      case PvForm::block_merge: {
+        const float pv = f32(quant_pv_dot(c, pb, j0, n, t, 0.0));
+        acc[t] = std::fma(pv, f32(c.qp.v.scale(c.b, c.h, j0, t)), acc[t] * st.alpha);
+        break;
+      }
+      case PvForm::two_level: {
+        const float pv = f32(quant_pv_dot(c, pb, j0, n, t, 0.0));
+        acc[t] = r.fused_merge ? std::fma(acc[t], st.alpha, pv) : acc[t] * st.alpha + pv;
+        break;
+      }
+    }
+  }
+}
+
+
+
+// Dequantized (b, h) matrices for the block-scaled kinds run without a tensor-core profile.
+void dequantize_head(QuantContext& c) {
+  const bool block_scaled = c.r.qk == OperandKind::mxfp8 || c.r.qk == OperandKind::nvfp4;
+  if (!block_scaled || c.tc()) return;
+  auto head = [&](const quant::Quantized& x, std::vector<double>& out) {
+    out.resize(static_cast<std::size_t>(x.values.rows) * x.values.cols);
+    for (int r = 0; r < x.values.rows; ++r)
+      for (int t = 0; t < x.values.cols; ++t)
+        out[static_cast<std::size_t>(r) * x.values.cols + t] = x.dequantized(c.b, c.h, r, t);
+  };
+  head(c.qp.q, c.qdeq);
+  head(c.qp.k, c.kdeq);
+  head(c.qp.v, c.vdeq);
+}
+
+void run_rows(const QuantProblem& qp, const RowBlock& rb, Output& out, quant::Stats& p_stats) {
+  const Problem& p = *qp.p;
+  QuantContext c = make_quant_context(qp, rb.b, rb.h);
+  dequantize_head(c);
+  const int rows = rb.row_end - rb.row_begin, d = c.d, bc = p.block_c;
+  std::vector<QuantRowState> state(static_cast<std::size_t>(rows));
+  std::vector<float> acc(static_cast<std::size_t>(rows) * d, 0.0f);                // (rows, d)
+  std::vector<float> s(static_cast<std::size_t>(bc)), raw(s.size()), e(s.size());  // (Bc)
+  QuantPBlock pb;
+  pb.elem.resize(static_cast<std::size_t>(bc));
+  pb.deq.resize(pb.elem.size());
+  pb.scale.resize(static_cast<std::size_t>(bc / kNvBlock + 1));
+  pb.exps.resize(static_cast<std::size_t>(bc / kMxBlock + 1));
+  const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
+  for (int j0 = 0; j0 < kv_end; j0 += bc) {
+    for (int r = 0; r < rows; ++r) {
+      const int i = rb.row_begin + r;
+      const int n = rows::visible_in_block(i, j0, bc, p.shape.seq_q, p.shape.seq_kv, p.causal);
+      if (n == 0) continue;
+      scores(c, i, j0, n, s.data(), e.data());
+      std::copy(s.begin(), s.begin() + n, raw.begin());
+      if (!softmax_step(c, state[r], s.data(), e.data(), n)) continue;
+      quantize_p_row(c, state[r], s.data(), raw.data(), n, pb, p_stats);
+      accumulate_pv(c, state[r], pb, j0, n, acc.data() + static_cast<std::size_t>(r) * d);
+    }
+  }
+  double* o = out.o.head_ptr(rb.b, rb.h) + static_cast<std::size_t>(rb.row_begin) * d;
+  double* lse = out.lse.data() +
+                (static_cast<std::size_t>(rb.b) * out.o.heads + rb.h) * out.o.rows + rb.row_begin;
+  for (int r = 0; r < rows; ++r)
+    finish_quant_row(c, state[r], acc.data() + static_cast<std::size_t>(r) * d,
+               o + static_cast<std::size_t>(r) * d, lse[r]);
+}
+
+}  // namespace
+
+double nvf4_dot(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdiff_t sb, int k,
+                const double* scale_a, const double* scale_b, std::ptrdiff_t ss_b, double c) {
+  for (int k0 = 0; k0 < k; k0 += kNvInstructionK) {
+    double terms[kNvInstructionK / kNvBlock] = {};
+    int count = 0;
+    for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvBlock, ++count) {
+      double sum = 0.0;  // e2m1 products: exact, and so is their sum
+      for (int j = g0; j < std::min(k, g0 + kNvBlock); ++j) sum += a[j * sa] * b[j * sb];
+      terms[count] = sum * scale_a[g0 / kNvBlock] * scale_b[(g0 / kNvBlock) * ss_b];
+    }
+    int e_max = -133;
+    for (int i = 0; i < count; ++i)
+      if (terms[i] != 0 && std::isfinite(terms[i])) e_max = std::max(e_max, std::ilogb(terms[i]));
+    if (c != 0 && std::isfinite(c)) e_max = std::max(e_max, std::ilogb(c));
+    const double up = std::ldexp(1.0, kNvf4FracBits - e_max);
+    double sum = std::trunc(c * up);
+    for (int i = 0; i < count; ++i) sum += std::trunc(terms[i] * up);
+    if (!std::isfinite(sum)) {
+      c = sum;
+      continue;
+    }
+    c = sum == 0 ? 0.0
+                 : mma::round_d(std::ldexp(sum, e_max - kNvf4FracBits), false, mma::Output::fp32);
+  }
+  return c;
+}
+
+void quantize_p_row(const QuantContext& c, const QuantRowState& st, const float* p,
+                    const float* raw, int n, QuantPBlock& pb, quant::Stats& stats) {
   const quant::RecipeSpec& r = c.r;
   const Format f = r.p_format;
   const int group = r.prob == ProbForm::cast        ? n
@@ -355,31 +410,8 @@ void quantize_p(const Context& c, const RowState& st, const float* p, const floa
   stats.elements += static_cast<std::size_t>(n);
 }
 
-// Joins the block's P V to the row's accumulator, by PvForm.
-void accumulate_pv(const Context& c, const RowState& st, const PBlock& pb, int j0, int n,
-                   float* acc) {
-  const quant::RecipeSpec& r = c.r;
-  for (int t = 0; t < c.d; ++t) {
-    switch (r.pv_form) {
-      case PvForm::chain:
-        acc[t] = f32(pv_dot(c, pb, j0, n, t, acc[t] * st.alpha));
-        break;
-      case PvForm::block_merge: {
-        const float pv = f32(pv_dot(c, pb, j0, n, t, 0.0));
-        acc[t] = std::fma(pv, f32(c.qp.v.scale(c.b, c.h, j0, t)), acc[t] * st.alpha);
-        break;
-      }
-      case PvForm::two_level: {
-        const float pv = f32(pv_dot(c, pb, j0, n, t, 0.0));
-        acc[t] = r.fused_merge ? std::fma(acc[t], st.alpha, pv) : acc[t] * st.alpha + pv;
-        break;
-      }
-    }
-  }
-}
-
-// Row i's output from its state: O (d) in the output format, and lse.
-void finish_row(const Context& c, const RowState& st, const float* acc, double* o, double& lse) {
+void finish_quant_row(const QuantContext& c, const QuantRowState& st, const float* acc, double* o,
+                      double& lse) {
   const quant::RecipeSpec& r = c.r;
   const Format out = c.qp.p->policy.output;
   if (st.l == 0.0f) {
@@ -407,9 +439,9 @@ void finish_row(const Context& c, const RowState& st, const float* acc, double* 
     lse = static_cast<double>(st.ms) * kLn2 + std::log(static_cast<double>(st.l));
 }
 
-Context make_context(const QuantProblem& qp, int b, int h) {
+QuantContext make_quant_context(const QuantProblem& qp, int b, int h) {
   const Problem& p = *qp.p;
-  Context c{qp, *qp.recipe, b, h, p.shape.head_dim, p.policy.mma};
+  QuantContext c{qp, *qp.recipe, b, h, p.shape.head_dim, p.policy.mma};
   const mma::Instruction ins = mma::default_instruction(c.arch);
   if (c.tc()) {
     c.f8 = mma::dot_function(c.arch, ins, mma::Kind::f8);
@@ -422,67 +454,22 @@ Context make_context(const QuantProblem& qp, int b, int h) {
   return c;
 }
 
-// Dequantized (b, h) matrices for the block-scaled kinds run without a tensor-core profile.
-void dequantize_head(Context& c) {
-  const bool block_scaled = c.r.qk == OperandKind::mxfp8 || c.r.qk == OperandKind::nvfp4;
-  if (!block_scaled || c.tc()) return;
-  auto head = [&](const quant::Quantized& x, std::vector<double>& out) {
-    out.resize(static_cast<std::size_t>(x.values.rows) * x.values.cols);
-    for (int r = 0; r < x.values.rows; ++r)
-      for (int t = 0; t < x.values.cols; ++t)
-        out[static_cast<std::size_t>(r) * x.values.cols + t] = x.dequantized(c.b, c.h, r, t);
-  };
-  head(c.qp.q, c.qdeq);
-  head(c.qp.k, c.kdeq);
-  head(c.qp.v, c.vdeq);
-}
-
-void run_rows(const QuantProblem& qp, const RowBlock& rb, Output& out, quant::Stats& p_stats) {
-  const Problem& p = *qp.p;
-  Context c = make_context(qp, rb.b, rb.h);
-  dequantize_head(c);
-  const int rows = rb.row_end - rb.row_begin, d = c.d, bc = p.block_c;
-  std::vector<RowState> state(static_cast<std::size_t>(rows));
-  std::vector<float> acc(static_cast<std::size_t>(rows) * d, 0.0f);                // (rows, d)
-  std::vector<float> s(static_cast<std::size_t>(bc)), raw(s.size()), e(s.size());  // (Bc)
-  PBlock pb;
-  pb.elem.resize(static_cast<std::size_t>(bc));
-  pb.deq.resize(pb.elem.size());
-  pb.scale.resize(static_cast<std::size_t>(bc / kNvBlock + 1));
-  pb.exps.resize(static_cast<std::size_t>(bc / kMxBlock + 1));
-  const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
-  for (int j0 = 0; j0 < kv_end; j0 += bc) {
-    for (int r = 0; r < rows; ++r) {
-      const int i = rb.row_begin + r;
-      const int n = rows::visible_in_block(i, j0, bc, p.shape.seq_q, p.shape.seq_kv, p.causal);
-      if (n == 0) continue;
-      scores(c, i, j0, n, s.data(), e.data());
-      std::copy(s.begin(), s.begin() + n, raw.begin());
-      if (!softmax_step(c, state[r], s.data(), e.data(), n)) continue;
-      quantize_p(c, state[r], s.data(), raw.data(), n, pb, p_stats);
-      accumulate_pv(c, state[r], pb, j0, n, acc.data() + static_cast<std::size_t>(r) * d);
-    }
-  }
-  double* o = out.o.head_ptr(rb.b, rb.h) + static_cast<std::size_t>(rb.row_begin) * d;
-  double* lse = out.lse.data() +
-                (static_cast<std::size_t>(rb.b) * out.o.heads + rb.h) * out.o.rows + rb.row_begin;
-  for (int r = 0; r < rows; ++r)
-    finish_row(c, state[r], acc.data() + static_cast<std::size_t>(r) * d,
-               o + static_cast<std::size_t>(r) * d, lse[r]);
-}
-
-}  // namespace
-
-void run_quant(Algorithm algorithm, const Problem& p, const Options::Fp8& options, Output& out) {
+void run_quant(Algorithm algorithm, const Problem& p, const Options::Fp8& options,
+               Options::Path path, Output& out) {
   const std::string why =
       quant::recipe_unsupported(algorithm, p.policy.mma, p.shape, p.block_r, p.block_c);
   if (!why.empty()) throw std::invalid_argument(why);
   const QuantProblem qp = prepare_quant(algorithm, p, options, out);
   const std::size_t items = row_block_count(p.shape, p.block_r);
+  // One Stats per work item, added in item order: the report does not depend on the threads.
   std::vector<quant::Stats> p_stats(items);
-  parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
-    run_rows(qp, row_block(p.shape, p.block_r, item), out, p_stats[item]);
-  });
+  if (path != Options::Path::generic && quant_fast_covers(qp)) {
+    run_quant_fast(qp, out, p_stats);
+  } else {
+    parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
+      run_rows(qp, row_block(p.shape, p.block_r, item), out, p_stats[item]);
+    });
+  }
   quant::Stats total;
   for (const quant::Stats& s : p_stats) total.add(s);
   out.quant.push_back(stage_report("p", total));

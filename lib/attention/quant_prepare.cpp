@@ -103,6 +103,11 @@ double QuantProblem::delta_s(int b, int h, int row, int key) const {
   return ds[(bh * ds_blocks + row / kSmoothQBlock) * p->shape.seq_kv + key];
 }
 
+const double* QuantProblem::delta_s_row(int b, int h, int row) const {
+  const std::size_t bh = static_cast<std::size_t>(b) * p->shape.heads + h;
+  return ds.data() + (bh * ds_blocks + row / kSmoothQBlock) * p->shape.seq_kv;
+}
+
 QuantStageReport stage_report(const char* stage, const quant::Stats& s) {
   QuantStageReport r;
   r.stage = stage;
