@@ -30,7 +30,7 @@ namespace {
 using nx::mma::Arch;
 
 // Bits of o and lse, and every field of every stage report (rel_rmse by its bits).
-std::size_t report_differences(const Output& a, const Output& b) {
+std::size_t quant_report_differences(const Output& a, const Output& b) {
   std::size_t n = a.quant.size() == b.quant.size() ? 0 : 1;
   for (std::size_t i = 0; i < std::min(a.quant.size(), b.quant.size()); ++i) {
     const QuantStageReport &x = a.quant[i], &y = b.quant[i];
@@ -42,7 +42,7 @@ std::size_t report_differences(const Output& a, const Output& b) {
 }
 
 // Elements whose bits differ, a NaN matching any NaN (its payload is not part of the model).
-std::size_t value_differences(const Output& a, const Output& b) {
+std::size_t nan_aware_differences(const Output& a, const Output& b) {
   auto same = [](double x, double y) { return same_bits(x, y) || (x != x && y != y); };
   std::size_t n = 0;
   for (std::size_t i = 0; i < a.o.data.size(); ++i) n += !same(a.o.data[i], b.o.data[i]);
@@ -50,13 +50,13 @@ std::size_t value_differences(const Output& a, const Output& b) {
   return n;
 }
 
-nx::PrecisionPolicy quant_policy(Arch arch) {
+nx::PrecisionPolicy fast_quant_policy(Arch arch) {
   nx::PrecisionPolicy p = preset("quant-fp16");
   p.mma = arch;
   return p;
 }
 
-struct Case {
+struct FastQuantCase {
   Shape shape;
   Options options;
   bool outliers = false;
@@ -64,7 +64,7 @@ struct Case {
 };
 
 // A random shape and tiling that the recipe can run on the profile, or none after 50 draws.
-bool draw_case(std::mt19937_64& rng, Algorithm a, const nx::PrecisionPolicy& pol, Case& c) {
+bool draw_fast_quant_case(std::mt19937_64& rng, Algorithm a, const nx::PrecisionPolicy& pol, FastQuantCase& c) {
   auto pick = [&](std::initializer_list<int> v) {
     return *(v.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(v.size()) - 1)(rng));
   };
@@ -93,10 +93,10 @@ TEST_CASE("quantized recipes: the fast form equals the reference form bit for bi
   int compared = 0;
   for (Algorithm a : kQuantAlgorithms)
     for (Arch arch : {Arch::none, Arch::sm89, Arch::sm90, Arch::sm100}) {
-      const nx::PrecisionPolicy pol = quant_policy(arch);
+      const nx::PrecisionPolicy pol = fast_quant_policy(arch);
       for (std::size_t n = 0; n < per_pair; ++n) {
-        Case c;
-        if (!draw_case(rng, a, pol, c)) break;  // the recipe does not run on this profile
+        FastQuantCase c;
+        if (!draw_fast_quant_case(rng, a, pol, c)) break;  // the recipe does not run on this profile
         const Inputs in = c.outliers ? outlier_inputs(c.shape, c.seed, nx::Format::fp16)
                                      : random_inputs(c.shape, c.seed, nx::Format::fp16);
         Options generic = c.options;
@@ -107,7 +107,7 @@ TEST_CASE("quantized recipes: the fast form equals the reference form bit for bi
                                << describe(c.shape, c.options) << ", seed " << c.seed
                                << (c.outliers ? ", outliers" : ""));
         CHECK(bit_differences(fast, ref) == 0);
-        CHECK(report_differences(fast, ref) == 0);
+        CHECK(quant_report_differences(fast, ref) == 0);
         ++compared;
       }
     }
@@ -121,7 +121,7 @@ TEST_CASE("quantized recipes: inf and NaN inputs take the reference's path in th
   int compared = 0;
   for (Algorithm a : kQuantAlgorithms)
     for (Arch arch : {Arch::none, Arch::sm90, Arch::sm100}) {
-      const nx::PrecisionPolicy pol = quant_policy(arch);
+      const nx::PrecisionPolicy pol = fast_quant_policy(arch);
       if (!unsupported_reason(a, pol, s, 64, 64).empty()) continue;
       for (int which = 0; which < 3; ++which) {
         Inputs in = random_inputs(s, 7 + which, nx::Format::fp16);
@@ -136,7 +136,7 @@ TEST_CASE("quantized recipes: inf and NaN inputs take the reference's path in th
         const Output fast = run(a, pol, in, Options{});
         const Output ref = run(a, pol, in, generic);
         INFO(algorithm_name(a) << " on " << nx::mma::arch_name(arch) << ", case " << which);
-        CHECK(value_differences(fast, ref) == 0);
+        CHECK(nan_aware_differences(fast, ref) == 0);
         ++compared;
       }
     }
@@ -200,11 +200,14 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
   const std::size_t trials = attndev::test::scaled_count(2000, 50);
   const double e2m1[] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   auto element = [&] { return (rng() & 1 ? -1 : 1) * e2m1[rng() % 8]; };
-  auto scale = [&] {  // ue4m3 values, 0 now and then (an all-zero block's scale)
-    return rng() % 17 == 0 ? 0.0
-                           : nx::round_to(nx::Format::fp8_e4m3,
-                                          std::ldexp(1.0 + (rng() % 8) / 8.0,
-                                                     static_cast<int>(rng() % 18) - 9));
+  // ue4m3 values, 0 now and then (an all-zero block's scale), NaN (e4m3's 0x7F) rarely.
+  auto scale = [&] {
+    const std::uint64_t u = rng() % 400;
+    if (u == 0) return static_cast<double>(NAN);
+    if (u < 20) return 0.0;
+    return nx::round_to(nx::Format::fp8_e4m3,
+                        std::ldexp(1.0 + (rng() % 8) / 8.0, static_cast<int>(rng() % 17) - 9),
+                        nx::Overflow::saturate);
   };
   int compared = 0;
   for (std::size_t trial = 0; trial < trials; ++trial) {
@@ -226,8 +229,12 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
     for (int l = 0; l < 16; ++l) {
       const double want = attndev::attention::detail::nvf4_dot(a.data(), 1, b.data() + l, 16, k,
                                                                sa.data(), sb.data() + l, 16, c0[l]);
-      INFO("k " << k << " lane " << l);
-      CHECK(same_bits(lanes[l], want));
+      INFO("k " << k << " lane " << l << " got " << lanes[l] << " want " << want);
+      if (std::isfinite(want)) {
+        CHECK(same_bits(lanes[l], want));
+      } else {
+        CHECK(!std::isfinite(lanes[l]));  // the fast form redoes such a lane with nvf4_dot
+      }
       ++compared;
     }
   }
