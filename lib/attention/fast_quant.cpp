@@ -25,6 +25,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "attention/kernels.hpp"
@@ -84,22 +86,68 @@ struct Shared {
 
 // ---- QK^T ------------------------------------------------------------------------------------
 
-// Operand x as the lanes read it (value, exponent), with a power-of-two scale 2^s folded in.
-// False for a value or scale that is not finite (the lane goes to the reference).
-bool lane_operand(double x, double emin, double scale, double& value, double& exponent) {
-  tc_lanes::operand(x, emin, /*tf32=*/false, value, exponent);
-  if (!std::isfinite(x) || !std::isfinite(scale)) return false;
-  if (scale != 1.0 && value != 0) {
-    const int s = std::ilogb(scale);
-    value = std::ldexp(value, s);
-    exponent += s;
+// Lane operands of x[0, n): value x 2^s[i] and exponent max(e(x), emin) + s[i] (a zero:
+// tc_lanes::kZeroExponent), as tc_lanes::operand computes them with a power-of-two scale 2^s[i]
+// folded in (s: nullptr for none), in loops that vectorize. Returns how many x are not finite.
+int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo) {
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    std::uint64_t u;
+    std::memcpy(&u, &x[i], sizeof u);
+    const int field = static_cast<int>((u >> 52) & 0x7FFu);
+    bad += field == 0x7FF;
+    const double e = std::max(static_cast<double>(field - 1023), emin);
+    value[i] = x[i];
+    expo[i] = x[i] == 0 ? tc_lanes::kZeroExponent : e;
   }
-  return true;
+  if (s)
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t bits = static_cast<std::uint64_t>(s[i] + 1023) << 52;  // 2^s, |s| <= 127
+      double p2;
+      std::memcpy(&p2, &bits, sizeof p2);
+      value[i] = value[i] * p2;
+      expo[i] = expo[i] + s[i];  // a zero's stays far below every product's
+    }
+  return bad;
+}
+
+// mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
+bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s) {
+  bool ok = true;
+  for (int g = 0; g * kMxBlock < d; ++g) {
+    const double scale = x.scale(b, h, row, g * kMxBlock);
+    ok = ok && std::isfinite(scale);
+    const int e = std::isfinite(scale) ? std::ilogb(scale) : 0;
+    std::fill(s + g * kMxBlock, s + std::min(d, (g + 1) * kMxBlock), e);
+  }
+  return ok;
+}
+
+// The Q rows of one work item as lane operands, made once per item.
+struct QLanes {
+  std::vector<double> value = {}, expo = {};  // (rows, d)
+  std::vector<char> special = {};             // (rows)
+};
+
+void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLanes& ql) {
+  const int d = c.d;
+  const bool mx = f.r.qk == OperandKind::mxfp8;
+  const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
+  ql.value.resize(sz(rows) * d);
+  ql.expo.resize(ql.value.size());
+  ql.special.assign(sz(rows), 0);
+  std::vector<int> s(sz(d));  // (d)
+  for (int r = 0; r < rows; ++r) {
+    const bool scales_ok = !mx || mx_row_exponents(f.qp.q, c.b, c.h, i0 + r, d, s.data());
+    const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
+                                  ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d);
+    ql.special[sz(r)] = bad != 0 || !scales_ok;
+  }
 }
 
 // S(r, j) for keys j0 + [0, n[r]) of rows [i0, i0 + rows) through the profile's lanes.
-void qk_lanes(const Shared& f, const QuantContext& c, int i0, int rows, int j0, const int* n,
-              float* s, int ld_s) {
+void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, int rows, int j0,
+              const int* n, float* s, int ld_s) {
   const quant::Quantized &q = f.qp.q, &k = f.qp.k;
   const int d = c.d, n_max = *std::max_element(n, n + rows);
   const int ldb = (n_max + kLanes - 1) / kLanes * kLanes, groups = d / kNvBlock;
@@ -108,38 +156,36 @@ void qk_lanes(const Shared& f, const QuantContext& c, int i0, int rows, int j0, 
   std::vector<double> kb(sz(d) * ldb, 0.0), ke(kb.size(), tc_lanes::kZeroExponent);  // (d, ldb)
   std::vector<double> ks(nv ? sz(groups) * ldb : 0, 0.0);  // (d / 16, ldb) nvfp4 K scales
   std::vector<char> key_special(sz(ldb), 0);                // (ldb)
+  std::vector<double> kv(sz(d)), kx(sz(d));                 // (d) one key's operands
+  std::vector<int> se(sz(d));                               // (d) its scale exponents
   for (int j = 0; j < n_max; ++j) {
-    const double* kj = c.k8 + sz(j0 + j) * d;  // (d)
-    double scale = 1.0;                         // mxfp8: one per 32 along d
-    for (int t = 0; t < d; ++t) {
-      if (mx && t % kMxBlock == 0) scale = k.scale(c.b, c.h, j0 + j, t);
-      if (!lane_operand(kj[t], emin, scale, kb[sz(t) * ldb + j], ke[sz(t) * ldb + j]))
-        key_special[sz(j)] = 1;
+    const bool scales_ok = !mx || mx_row_exponents(k, c.b, c.h, j0 + j, d, se.data());
+    const int bad = lane_operands(c.k8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
+                                  kv.data(), kx.data());
+    key_special[sz(j)] = bad != 0 || !scales_ok;
+    for (int t = 0; t < d; ++t) {  // K^T: keys in lanes
+      kb[sz(t) * ldb + j] = kv[sz(t)];
+      ke[sz(t) * ldb + j] = kx[sz(t)];
     }
     if (nv)
-      for (int g = 0; g < groups; ++g) ks[sz(g) * ldb + j] = k.scales[k.group(c.b, c.h, j0 + j, 0) + g];
+      for (int g = 0; g < groups; ++g)
+        ks[sz(g) * ldb + j] = k.scales[k.group(c.b, c.h, j0 + j, 0) + g];
   }
-  std::vector<double> qa(sz(d)), qe(sz(d));  // (d) one Q row
   for (int r = 0; r < rows; ++r) {
     const int i = i0 + r;
-    const double* qi = c.q8 + sz(i) * d;  // (d)
-    bool row_special = false;
-    double scale = 1.0;
-    for (int t = 0; t < d; ++t) {
-      if (mx && t % kMxBlock == 0) scale = q.scale(c.b, c.h, i, t);
-      row_special |= !lane_operand(qi[t], emin, scale, qa[t], qe[t]);
-    }
+    const double* qa = ql.value.data() + sz(r) * d;                        // (d)
+    const double* qe = ql.expo.data() + sz(r) * d;                         // (d)
     const double* qs = nv ? &q.scales[q.group(c.b, c.h, i, 0)] : nullptr;  // (d / 16)
     for (int c0 = 0; c0 < n[r]; c0 += kLanes) {
       alignas(64) double acc[kLanes] = {};
       if (nv) {
-        quant_lanes::nvf4_lanes(qa.data(), kb.data() + c0, ldb, d, qs, ks.data() + c0, ldb, acc);
+        quant_lanes::nvf4_lanes(qa, kb.data() + c0, ldb, d, qs, ks.data() + c0, ldb, acc);
       } else {
-        f.qk_chain(qa.data(), qe.data(), kb.data() + c0, ke.data() + c0, ldb, d, acc);
+        f.qk_chain(qa, qe, kb.data() + c0, ke.data() + c0, ldb, d, acc);
       }
       for (int l = 0; l < kLanes && c0 + l < n[r]; ++l) {
         const int j = c0 + l;
-        const bool special = row_special || key_special[sz(j)] || !std::isfinite(acc[l]);
+        const bool special = ql.special[sz(r)] || key_special[sz(j)] || !std::isfinite(acc[l]);
         s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : acc[l]);
       }
     }
@@ -147,10 +193,10 @@ void qk_lanes(const Shared& f, const QuantContext& c, int i0, int rows, int j0, 
 }
 
 // The dots of one tile, as the reference's f32(dot).
-void qk_tile(const Shared& f, const QuantContext& c, int i0, int rows, int j0, const int* n,
-             float* s, int ld_s) {
+void qk_tile(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, int rows, int j0,
+             const int* n, float* s, int ld_s) {
   if (f.qk_lanes) {
-    qk_lanes(f, c, i0, rows, j0, n, s, ld_s);
+    qk_lanes(f, c, ql, i0, rows, j0, n, s, ld_s);
     return;
   }
   const int bh = c.b * f.p.shape.heads + c.h;
@@ -192,6 +238,19 @@ float row_sum(float l, const float* x, int n) {
   return l;
 }
 
+// s[j] = exp2(fma(s[j], e ? e[j] : scale, shift)), or exp2(s[j] + shift) unfused. Flattened so
+// that exp2_f32 is inlined and the loops vectorize (GCC keeps it a call in softmax_row).
+[[gnu::flatten]] void exp2_rows(float* s, const float* e, float scale, float shift, int n,
+                                bool fused = true) {
+  if (!fused) {
+    for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(s[j] + shift);
+  } else if (e) {
+    for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(std::fma(s[j], e[j], shift));
+  } else {
+    for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(std::fma(s[j], scale, shift));
+  }
+}
+
 // quant_attention.cpp's softmax_step, with the per-key loops vectorizable (z: scratch (n)).
 bool softmax_row(const Shared& f, float sl2, QuantRowState& st, float* s, const float* e,
                  float* z, int n) {
@@ -214,7 +273,7 @@ bool softmax_row(const Shared& f, float sl2, QuantRowState& st, float* s, const 
       st.alpha = first ? 0.0f : numerics::exp2_f32((st.m - m_new) * sl2);
       st.l = st.l * st.alpha;
       const float ms = st.ms;
-      for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(std::fma(s[j], sl2, -ms));
+      exp2_rows(s, nullptr, sl2, -ms, n);
       break;
     }
     case ScoreForm::folded: {
@@ -226,14 +285,14 @@ bool softmax_row(const Shared& f, float sl2, QuantRowState& st, float* s, const 
         st.alpha = first ? 0.0f : numerics::exp2_f32(st.m - m_new);
       }
       const float ms = st.ms;
-      for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(std::fma(s[j], e[j], -ms));
+      exp2_rows(s, e, 0.0f, -ms, n);
       st.l = st.l * st.alpha;
       break;
     }
     case ScoreForm::prescaled: {
       st.ms = m_new;
       st.alpha = first ? 0.0f : numerics::exp2_f32(st.m - m_new);
-      for (int j = 0; j < n; ++j) s[j] = numerics::exp2_f32(s[j] - m_new);
+      exp2_rows(s, nullptr, 1.0f, -m_new, n, /*fused=*/false);
       st.l = std::fma(st.l, st.alpha, row_sum(0.0f, s, n));
       st.m = m_new;
       return true;
@@ -364,26 +423,30 @@ void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<
   const double emin = numerics::traits(pv_format).min_exponent;
   std::vector<double> vb(sz(n_max) * ldb, 0.0), ve(vb.size(), tc_lanes::kZeroExponent);  // (n, ldb)
   std::vector<char> col_special(sz(ldb), 0);                                               // (ldb)
-  std::vector<double> scale(sz(d), 1.0);  // (d) mxfp8: V's scales of the current 32 keys
+  bool block_special = false;
+  std::vector<int> se(sz(d), 0);  // (d) mxfp8: V's scale exponents of the current 32 keys
   for (int j = 0; j < n_max; ++j) {
     if (mx && j % kMxBlock == 0)
-      for (int t = 0; t < d; ++t) scale[sz(t)] = vq.scale(c.b, c.h, j0 + j, t);
-    for (int t = 0; t < d; ++t)
-      if (!lane_operand(c.v8[sz(j0 + j) * d + t], emin, scale[sz(t)], vb[sz(j) * ldb + t],
-                        ve[sz(j) * ldb + t]))
-        col_special[sz(t)] = 1;
+      for (int t = 0; t < d; ++t) {
+        const double scale = vq.scale(c.b, c.h, j0 + j, t);
+        col_special[sz(t)] |= !std::isfinite(scale);
+        se[sz(t)] = std::isfinite(scale) ? std::ilogb(scale) : 0;
+      }
+    block_special |= lane_operands(c.v8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
+                                   vb.data() + sz(j) * ldb, ve.data() + sz(j) * ldb) != 0;
   }
+  if (block_special) std::fill(col_special.begin(), col_special.end(), 1);
   const double* vs = nv ? &vq.scales[vq.group(c.b, c.h, j0, 0)] : nullptr;  // (n / 16, d)
   std::vector<double> pa(sz(n_max)), pe(sz(n_max));                          // (n) one P row
+  std::vector<int> ps(sz(n_max));                                             // (n) its exponents
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
     const QuantPBlock& pb = pbs[sz(r)];
-    bool row_special = false;
-    for (int j = 0; j < n; ++j) {
-      const double scale = mx ? std::ldexp(1.0, pb.exps[sz(j / kMxBlock)]) : 1.0;
-      row_special |= !lane_operand(pb.elem[sz(j)], emin, scale, pa[sz(j)], pe[sz(j)]);
-    }
+    if (mx)
+      for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
+    const bool row_special =
+        lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data()) != 0;
     float* cr = cacc + sz(r) * ld_c;  // (d)
     for (int c0 = 0; c0 < d; c0 += kLanes) {
       alignas(64) double lanes[kLanes] = {}, c_in[kLanes] = {};
@@ -466,13 +529,15 @@ void fast_rows(const Shared& f, const RowBlock& rb, Output& out, quant::Stats& s
     pb.scale.resize(sz(bc / kNvBlock + 1));
     pb.exps.resize(sz(bc / kMxBlock + 1));
   }
+  QLanes ql;
+  if (f.qk_lanes) make_q_lanes(f, c, rb.row_begin, rows, ql);
   const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += bc) {
     for (int r = 0; r < rows; ++r)
       count[sz(r)] = rows::visible_in_block(rb.row_begin + r, j0, bc, p.shape.seq_q,
                                             p.shape.seq_kv, p.causal);
     if (*std::max_element(count.begin(), count.end()) == 0) continue;
-    qk_tile(f, c, rb.row_begin, rows, j0, count.data(), s.data(), ld_s);
+    qk_tile(f, c, ql, rb.row_begin, rows, j0, count.data(), s.data(), ld_s);
     for (int r = 0; r < rows; ++r) {
       act[sz(r)] = 0;
       const int i = rb.row_begin + r, n = count[sz(r)];
