@@ -391,6 +391,32 @@ void quantize_row(const Shared& f, const QuantContext& c, const QuantRowState& s
 
 // ---- P V -------------------------------------------------------------------------------------
 
+#if defined(__AVX512F__)
+// An fp16 accumulator's step on 16 lanes: fma, then round to nearest even fp16 and back by the
+// F16C conversions (numerics::round_to_fp16's result for every non-NaN float: subnormals kept,
+// inf beyond 65504; a NaN stays NaN, its payload aside).
+constexpr int kF16Width = 16;
+// The zero-masked forms (all lanes kept): GCC 12's unmasked ones start from an undefined
+// register, which -Wmaybe-uninitialized reports (as tc_simd_kernels.hpp notes).
+inline __m512 fp16_step(__m512 p, __m512 v, __m512 c) {
+  const __m256i h = _mm512_maskz_cvtps_ph(0xFFFF, _mm512_fmadd_ps(p, v, c),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_maskz_cvtph_ps(0xFFFF, h);
+}
+// c(kVecs x 16 columns from c0) through the chain over keys [0, n), in registers.
+template <int kVecs>
+void pv_fp16_chunk(const float* p, int n, const float* v, int ld, float* c, int c0) {
+  __m512 a[kVecs];
+  for (int u = 0; u < kVecs; ++u) a[u] = _mm512_loadu_ps(c + u * kF16Width);
+  for (int j = 0; j < n; ++j) {
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    const float* vj = v + sz(j) * ld + c0;  // (kVecs x 16)
+    for (int u = 0; u < kVecs; ++u) a[u] = fp16_step(pj, _mm512_loadu_ps(vj + u * kF16Width), a[u]);
+  }
+  for (int u = 0; u < kVecs; ++u) _mm512_storeu_ps(c + u * kF16Width, a[u]);
+}
+#endif
+
 // C(r, t) <- the chain over row r's keys [0, act[r]) of P(r, j) V(j0 + j, t), from C, without a
 // profile: fp32 FMAs in key order, each step rounded to fp16 where the accumulator is fp16.
 void pv_float(const Shared& f, int bh, int j0, const float* pf, int ld_p, const int* act, int rows,
@@ -402,12 +428,18 @@ void pv_float(const Shared& f, int bh, int j0, const float* pf, int ld_p, const 
     return;
   }
   for (int r = 0; r < rows; ++r) {
-    float* cr = cacc + sz(r) * ld;  // (ld)
+    float* cr = cacc + sz(r) * ld;            // (ld)
+    const float* pr = pf + sz(r) * ld_p;      // (act[r])
+#if defined(__AVX512F__)
+    int c0 = 0;
+    for (; c0 + 8 * kF16Width <= ld; c0 += 8 * kF16Width) pv_fp16_chunk<8>(pr, act[r], v, ld, cr + c0, c0);
+    for (; c0 < ld; c0 += kF16Width) pv_fp16_chunk<1>(pr, act[r], v, ld, cr + c0, c0);
+#else
     for (int j = 0; j < act[r]; ++j) {
-      const float pj = pf[sz(r) * ld_p + j];
       const float* vj = v + sz(j) * ld;  // (ld)
-      for (int t = 0; t < ld; ++t) cr[t] = numerics::round_to_fp16(std::fma(pj, vj[t], cr[t]));
+      for (int t = 0; t < ld; ++t) cr[t] = numerics::round_to_fp16(std::fma(pr[j], vj[t], cr[t]));
     }
+#endif
   }
 }
 
