@@ -142,8 +142,8 @@ void check(const Config& c, const attention::Shape& shape, const attention::Opti
   // Odd sizes so that tile and vector tails are exercised; a power-of-two head_dim for the fp8
   // algorithms (their Hadamard rotation needs one, and the timed shape has one), and for a
   // recipe whose blocks cannot tile 67 the first of 64 and the timed head_dim that they tile.
-  attention::Shape small{1, 1, 97, 83,
-                         std::min(shape.head_dim, attention::is_fp8_algorithm(c.algorithm) ? 64 : 67)};
+  attention::Shape small{
+      1, 1, 97, 83, std::min(shape.head_dim, attention::is_fp8_algorithm(c.algorithm) ? 64 : 67)};
   for (int d : {64, shape.head_dim})
     if (!attention::unsupported_reason(c.algorithm, c.policy, small, opt.block_r, opt.block_c)
              .empty())

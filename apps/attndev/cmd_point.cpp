@@ -435,10 +435,10 @@ void add_point_command(cli::Command& app) {
   cmd->add_option("--scale-placement,--scale-on", args->scale_on,
                   "Softmax scale placement: scores or query")
       ->capture_default_str();
-  shape_flags.push_back(
-      cmd->add_option("--distribution,--dist", args->dist,
-                      "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
-          ->capture_default_str());
+  shape_flags.push_back(cmd->add_option("--distribution,--dist", args->dist,
+                                        "Input distribution: normal(mean,std), uniform(lo,hi), "
+                                        "outlier(std,p), channel(std,bias)")
+                            ->capture_default_str());
   shape_flags.push_back(
       cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
           ->capture_default_str()

@@ -155,9 +155,9 @@ void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, 
   const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
   std::vector<double> kb(sz(d) * ldb, 0.0), ke(kb.size(), tc_lanes::kZeroExponent);  // (d, ldb)
   std::vector<double> ks(nv ? sz(groups) * ldb : 0, 0.0);  // (d / 16, ldb) nvfp4 K scales
-  std::vector<char> key_special(sz(ldb), 0);                // (ldb)
-  std::vector<double> kv(sz(d)), kx(sz(d));                 // (d) one key's operands
-  std::vector<int> se(sz(d));                               // (d) its scale exponents
+  std::vector<char> key_special(sz(ldb), 0);               // (ldb)
+  std::vector<double> kv(sz(d)), kx(sz(d));                // (d) one key's operands
+  std::vector<int> se(sz(d));                              // (d) its scale exponents
   for (int j = 0; j < n_max; ++j) {
     const bool scales_ok = !mx || mx_row_exponents(k, c.b, c.h, j0 + j, d, se.data());
     const int bad = lane_operands(c.k8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
@@ -211,7 +211,7 @@ void score_form(const Shared& f, const QuantContext& c, int i, int j0, int n, fl
   const std::size_t bh = sz(c.b) * f.p.shape.heads + c.h;
   const float sqi = f.sq.empty() ? 1.0f : f.sq[bh * f.p.shape.seq_q + i];
   const float* sk = f.sk.empty() ? nullptr : f.sk.data() + bh * f.p.shape.seq_kv + j0;  // (n)
-  const double* dsr = f.qp.ds.empty() ? nullptr : f.qp.delta_s_row(c.b, c.h, i) + j0;  // (n)
+  const double* dsr = f.qp.ds.empty() ? nullptr : f.qp.delta_s_row(c.b, c.h, i) + j0;   // (n)
   const float sl2 = c.sl2;
   switch (f.r.score) {
     case ScoreForm::dequant:
@@ -252,8 +252,8 @@ float row_sum(float l, const float* x, int n) {
 }
 
 // quant_attention.cpp's softmax_step, with the per-key loops vectorizable (z: scratch (n)).
-bool softmax_row(const Shared& f, float sl2, QuantRowState& st, float* s, const float* e,
-                 float* z, int n) {
+bool softmax_row(const Shared& f, float sl2, QuantRowState& st, float* s, const float* e, float* z,
+                 int n) {
   const quant::RecipeSpec& r = f.r;
   const float off = f32(-r.offset);
   const float* by = s;
@@ -428,11 +428,12 @@ void pv_float(const Shared& f, int bh, int j0, const float* pf, int ld_p, const 
     return;
   }
   for (int r = 0; r < rows; ++r) {
-    float* cr = cacc + sz(r) * ld;            // (ld)
-    const float* pr = pf + sz(r) * ld_p;      // (act[r])
+    float* cr = cacc + sz(r) * ld;        // (ld)
+    const float* pr = pf + sz(r) * ld_p;  // (act[r])
 #if defined(__AVX512F__)
     int c0 = 0;
-    for (; c0 + 8 * kF16Width <= ld; c0 += 8 * kF16Width) pv_fp16_chunk<8>(pr, act[r], v, ld, cr + c0, c0);
+    for (; c0 + 8 * kF16Width <= ld; c0 += 8 * kF16Width)
+      pv_fp16_chunk<8>(pr, act[r], v, ld, cr + c0, c0);
     for (; c0 < ld; c0 += kF16Width) pv_fp16_chunk<1>(pr, act[r], v, ld, cr + c0, c0);
 #else
     for (int j = 0; j < act[r]; ++j) {
@@ -454,7 +455,7 @@ void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<
   const Format pv_format = f.r.pv == OperandKind::fp16 ? Format::fp16 : Format::fp8_e4m3;
   const double emin = numerics::traits(pv_format).min_exponent;
   std::vector<double> vb(sz(n_max) * ldb, 0.0), ve(vb.size(), tc_lanes::kZeroExponent);  // (n, ldb)
-  std::vector<char> col_special(sz(ldb), 0);                                               // (ldb)
+  std::vector<char> col_special(sz(ldb), 0);                                             // (ldb)
   bool block_special = false;
   std::vector<int> se(sz(d), 0);  // (d) mxfp8: V's scale exponents of the current 32 keys
   for (int j = 0; j < n_max; ++j) {
@@ -469,8 +470,8 @@ void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<
   }
   if (block_special) std::fill(col_special.begin(), col_special.end(), 1);
   const double* vs = nv ? &vq.scales[vq.group(c.b, c.h, j0, 0)] : nullptr;  // (n / 16, d)
-  std::vector<double> pa(sz(n_max)), pe(sz(n_max));                          // (n) one P row
-  std::vector<int> ps(sz(n_max));                                             // (n) its exponents
+  std::vector<double> pa(sz(n_max)), pe(sz(n_max));                         // (n) one P row
+  std::vector<int> ps(sz(n_max));                                           // (n) its exponents
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
@@ -524,7 +525,8 @@ void accumulate(const Shared& f, const QuantContext& c, int j0,
   }
   if (form == PvForm::chain) return;
   std::vector<float> vs(form == PvForm::block_merge ? sz(d) : 0);  // (d) V's scales of the block
-  for (int t = 0; t < static_cast<int>(vs.size()); ++t) vs[sz(t)] = f32(f.qp.v.scale(c.b, c.h, j0, t));
+  for (int t = 0; t < static_cast<int>(vs.size()); ++t)
+    vs[sz(t)] = f32(f.qp.v.scale(c.b, c.h, j0, t));
   for (int r = 0; r < rows; ++r) {
     if (act[r] == 0) continue;
     float* ar = acc + sz(r) * ld;       // (d)
@@ -566,8 +568,8 @@ void fast_rows(const Shared& f, const RowBlock& rb, Output& out, quant::Stats& s
   const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += bc) {
     for (int r = 0; r < rows; ++r)
-      count[sz(r)] = rows::visible_in_block(rb.row_begin + r, j0, bc, p.shape.seq_q,
-                                            p.shape.seq_kv, p.causal);
+      count[sz(r)] =
+          rows::visible_in_block(rb.row_begin + r, j0, bc, p.shape.seq_q, p.shape.seq_kv, p.causal);
     if (*std::max_element(count.begin(), count.end()) == 0) continue;
     qk_tile(f, c, ql, rb.row_begin, rows, j0, count.data(), s.data(), ld_s);
     for (int r = 0; r < rows; ++r) {
@@ -610,8 +612,8 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
   if (!f.qk_lanes || !f.pv_lanes) {
     // Without a profile the block-scaled kinds multiply their dequantized values (fma_chain).
     const bool deq = !tc && is_block_scaled(r.qk);
-    f.pk = deq ? pack_tensors<float>(p, qp.q.dequantized(), qp.k.dequantized(),
-                                     qp.v.dequantized(), p.block_c)
+    f.pk = deq ? pack_tensors<float>(p, qp.q.dequantized(), qp.k.dequantized(), qp.v.dequantized(),
+                                     p.block_c)
                : pack_tensors<float>(p, qp.q.values, qp.k.values, qp.v.values, p.block_c);
   }
   if (r.score != ScoreForm::block_scaled) {

@@ -79,8 +79,6 @@ double fma_chain(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdi
   return acc;
 }
 
-
-
 }  // namespace
 
 double quant_qk_dot(const QuantContext& c, int i, int j) {
@@ -129,7 +127,6 @@ double quant_qk_dot(const QuantContext& c, int i, int j) {
   return NAN;
 }
 
-
 double quant_pv_dot(const QuantContext& c, const QuantPBlock& pb, int j0, int n, int t,
                     double acc) {
   const int d = c.d;
@@ -173,7 +170,6 @@ double quant_pv_dot(const QuantContext& c, const QuantPBlock& pb, int j0, int n,
   }
   return NAN;
 }
-
 
 namespace {
 
@@ -263,10 +259,9 @@ bool softmax_step(const QuantContext& c, QuantRowState& st, float* s, const floa
   return true;
 }
 
-
 // Joins the block's P V to the row's accumulator, by PvForm.
-void accumulate_pv(const QuantContext& c, const QuantRowState& st, const QuantPBlock& pb, int j0, int n,
-                   float* acc) {
+void accumulate_pv(const QuantContext& c, const QuantRowState& st, const QuantPBlock& pb, int j0,
+                   int n, float* acc) {
   const quant::RecipeSpec& r = c.r;
   for (int t = 0; t < c.d; ++t) {
     switch (r.pv_form) {
@@ -286,8 +281,6 @@ void accumulate_pv(const QuantContext& c, const QuantRowState& st, const QuantPB
     }
   }
 }
-
-
 
 // Dequantized (b, h) matrices for the block-scaled kinds run without a tensor-core profile.
 void dequantize_head(QuantContext& c) {
@@ -335,7 +328,7 @@ void run_rows(const QuantProblem& qp, const RowBlock& rb, Output& out, quant::St
                 (static_cast<std::size_t>(rb.b) * out.o.heads + rb.h) * out.o.rows + rb.row_begin;
   for (int r = 0; r < rows; ++r)
     finish_quant_row(c, state[r], acc.data() + static_cast<std::size_t>(r) * d,
-               o + static_cast<std::size_t>(r) * d, lse[r]);
+                     o + static_cast<std::size_t>(r) * d, lse[r]);
 }
 
 }  // namespace

@@ -114,7 +114,8 @@ inline void nvf4_lanes(const double* a, const double* b, std::ptrdiff_t ldb, int
   using V = L::V;
   constexpr int kVecs = kLanes / L::kWidth;
   constexpr int kGroups = kNvInstructionK / kNvGroup;
-  const V zero = L::set1(0.0), min_e = L::set1(-133.0), inf = L::set1(static_cast<double>(INFINITY));
+  const V zero = L::set1(0.0), min_e = L::set1(-133.0),
+          inf = L::set1(static_cast<double>(INFINITY));
   const V f = L::set1(kNvf4FracBits);
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);

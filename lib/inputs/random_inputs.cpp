@@ -21,8 +21,9 @@ constexpr std::uint32_t kMaxBatch = 1u << kBatchBits;
 constexpr std::uint32_t kMaxTensor = 16;
 
 // Independent streams of one element: draw 0 feeds every distribution's main value (and the
-// outlier's Bernoulli from its upper words), draw 1 the outlier's extra normal.
-enum Draw : std::uint32_t { kDrawMain = 0, kDrawOutlier = 1 };
+// outlier's Bernoulli from its upper words), draw 1 the outlier's extra normal, draw 2 at row 0
+// a column's channel bias.
+enum Draw : std::uint32_t { kDrawMain = 0, kDrawOutlier = 1, kDrawChannel = 2 };
 
 PhiloxCounter draw_block(std::uint64_t seed, TensorId tensor, int b, int h, int row, int col,
                          Draw draw) {
@@ -75,6 +76,8 @@ std::string Distribution::describe() const {
       return "uniform(" + number_text(a) + "," + number_text(b) + ")";
     case Kind::outlier:
       return "outlier(std=" + number_text(outlier_std) + ",p=" + number_text(outlier_prob) + ")";
+    case Kind::channel:
+      return "channel(std=" + number_text(a) + ",bias=" + number_text(b) + ")";
   }
   return "?";
 }
@@ -95,6 +98,10 @@ double sample(const Distribution& dist, std::uint64_t seed, TensorId tensor, int
       if (!(unit53(w[2], w[3]) < dist.outlier_prob)) return base;
       const PhiloxCounter o = draw_block(seed, tensor, b, h, row, col, kDrawOutlier);
       return base + dist.outlier_std * standard_normal(o[0], o[1]);
+    }
+    case Distribution::Kind::channel: {
+      const PhiloxCounter c = draw_block(seed, tensor, b, h, 0, col, kDrawChannel);
+      return dist.a * standard_normal(w[0], w[1]) + dist.b * standard_normal(c[0], c[1]);
     }
   }
   return 0.0;

@@ -64,9 +64,11 @@ struct FastQuantCase {
 };
 
 // A random shape and tiling that the recipe can run on the profile, or none after 50 draws.
-bool draw_fast_quant_case(std::mt19937_64& rng, Algorithm a, const nx::PrecisionPolicy& pol, FastQuantCase& c) {
+bool draw_fast_quant_case(std::mt19937_64& rng, Algorithm a, const nx::PrecisionPolicy& pol,
+                          FastQuantCase& c) {
   auto pick = [&](std::initializer_list<int> v) {
-    return *(v.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(v.size()) - 1)(rng));
+    return *(v.begin() +
+             std::uniform_int_distribution<int>(0, static_cast<int>(v.size()) - 1)(rng));
   };
   for (int tries = 0; tries < 50; ++tries) {
     c.shape = Shape{pick({1, 2}), pick({1, 2}), std::uniform_int_distribution<int>(1, 150)(rng),
@@ -96,7 +98,8 @@ TEST_CASE("quantized recipes: the fast form equals the reference form bit for bi
       const nx::PrecisionPolicy pol = fast_quant_policy(arch);
       for (std::size_t n = 0; n < per_pair; ++n) {
         FastQuantCase c;
-        if (!draw_fast_quant_case(rng, a, pol, c)) break;  // the recipe does not run on this profile
+        if (!draw_fast_quant_case(rng, a, pol, c))
+          break;  // the recipe does not run on this profile
         const Inputs in = c.outliers ? outlier_inputs(c.shape, c.seed, nx::Format::fp16)
                                      : random_inputs(c.shape, c.seed, nx::Format::fp16);
         Options generic = c.options;
@@ -180,10 +183,11 @@ TEST_CASE("quant lanes: the fp16-D chain equals the scalar model on every profil
         for (int l = 0; l < 16; ++l) lanes[l] = c0[l] = nx::round_to(nx::Format::fp16, value());
         chain(a.data(), ea.data(), b.data(), eb.data(), 16, k, lanes);
         for (int l = 0; l < 16; ++l) {
-          const double want = dot(mma::operands(f, f), a.data(), 1, b.data() + l, 16, k, c0[l],
-                                  mma::Output::fp16);
+          const double want =
+              dot(mma::operands(f, f), a.data(), 1, b.data() + l, 16, k, c0[l], mma::Output::fp16);
           if (!std::isfinite(want) && want == want) {
-            CHECK(lanes[l] == want);  // inf of the right sign (the fast form redoes non-finite lanes)
+            CHECK(lanes[l] ==
+                  want);  // inf of the right sign (the fast form redoes non-finite lanes)
           } else if (want == want) {
             INFO(mma::arch_name(arch) << " " << nx::format_name(f) << " k " << k << " lane " << l);
             CHECK(same_bits(lanes[l], want));
@@ -211,8 +215,8 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
   };
   int compared = 0;
   for (std::size_t trial = 0; trial < trials; ++trial) {
-    const int k = trial % 3 == 0 ? 64 * (1 + static_cast<int>(rng() % 3))
-                                 : 1 + static_cast<int>(rng() % 200);
+    const int k =
+        trial % 3 == 0 ? 64 * (1 + static_cast<int>(rng() % 3)) : 1 + static_cast<int>(rng() % 200);
     const int groups = (k + 15) / 16;
     std::vector<double> a(k), b(static_cast<std::size_t>(k) * 16), sa(groups),
         sb(static_cast<std::size_t>(groups) * 16);
@@ -222,8 +226,9 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
     for (double& x : sb) x = scale();
     alignas(64) double lanes[16], c0[16];
     for (int l = 0; l < 16; ++l)
-      lanes[l] = c0[l] = trial % 2 ? 0.0 : static_cast<double>(static_cast<float>(
-                                               std::ldexp(element(), static_cast<int>(rng() % 40) - 20)));
+      lanes[l] = c0[l] = trial % 2 ? 0.0
+                                   : static_cast<double>(static_cast<float>(
+                                         std::ldexp(element(), static_cast<int>(rng() % 40) - 20)));
     attndev::attention::detail::quant_lanes::nvf4_lanes(a.data(), b.data(), 16, k, sa.data(),
                                                         sb.data(), 16, lanes);
     for (int l = 0; l < 16; ++l) {
