@@ -56,8 +56,8 @@ constexpr DistributionInfo kDistributions[] = {
     {"outlier(std,p)", "outlier(std=10,p=0.001)",
      "N(0,1) + N(0,std^2)*Bernoulli(p): FA-3 Table 3's inputs"},
     {"channel(std,bias)", "channel(std=1,bias=5)",
-     "N(0,std^2) + one N(0,bias^2) offset per column of each head, shared by all tokens: the "
-     "channel-wise outliers SageAttention reports in K"},
+     "Q, K: N(0,std^2) + one N(0,bias^2) offset per column of each head, shared by all tokens "
+     "(the channel-wise outliers SageAttention reports in K); V: N(0,std^2)"},
 };
 
 constexpr std::string_view kSections[] = {"formats", "presets", "algorithms", "distributions",

@@ -100,6 +100,9 @@ double sample(const Distribution& dist, std::uint64_t seed, TensorId tensor, int
       return base + dist.outlier_std * standard_normal(o[0], o[1]);
     }
     case Distribution::Kind::channel: {
+      // V has no channel bias: SageAttention reports it in K (and Q); a V bias would only add a
+      // constant to every output row, which no softmax error touches.
+      if (tensor == TensorId::v) return dist.a * standard_normal(w[0], w[1]);
       const PhiloxCounter c = draw_block(seed, tensor, b, h, 0, col, kDrawChannel);
       return dist.a * standard_normal(w[0], w[1]) + dist.b * standard_normal(c[0], c[1]);
     }

@@ -17,9 +17,9 @@ namespace attndev::inputs {
 struct Distribution {
   enum class Kind : unsigned char { normal, uniform, outlier, channel };
   Kind kind = Kind::normal;
-  // channel: N(0, a^2) + b * c_col, c_col ~ N(0,1) drawn once per (tensor, b, h, column) and
-  // shared by every row: the channel-wise bias SageAttention (arXiv 2410.02367, Sec. 3) reports
-  // in K (and SageAttention2 in Q), which a token mean removes.
+  // channel: N(0, a^2) + b * c_col in Q and K, c_col ~ N(0,1) drawn once per (tensor, b, h,
+  // column) and shared by every row: the channel-wise bias SageAttention (arXiv 2410.02367,
+  // Sec. 3) reports in K (and SageAttention2 in Q), which a token mean removes; V is N(0, a^2).
   double a = 0.0;  // normal: mean; uniform: lo; channel: std of the tokens
   double b = 1.0;  // normal: std;  uniform: hi; channel: std of the channel biases
   // outlier (FA-3 Table 3): N(0,1) + N(0, outlier_std^2) * Bernoulli(outlier_prob)

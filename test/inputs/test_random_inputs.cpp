@@ -170,8 +170,9 @@ TEST_CASE("outlier = N(0,1) + N(0,s^2) * Bernoulli(p)", "[inputs][stats]") {
   CHECK(defaults.outlier_prob == 0.001);
 }
 
-TEST_CASE("channel = N(0, std^2) + bias * c_col, one c_col per column shared by the rows",
-          "[inputs][stats]") {
+TEST_CASE(
+    "channel = N(0, std^2) + bias * c_col in Q and K, one c_col per column shared by the rows",
+    "[inputs][stats]") {
   const std::uint64_t seed = 5;
   const Distribution d{Distribution::Kind::channel, 0.5, 4.0};
   const Distribution normal = Distribution::normal(0.0, 1.0);
@@ -190,6 +191,10 @@ TEST_CASE("channel = N(0, std^2) + bias * c_col, one c_col per column shared by 
     sum += c;
     sum_sq += c * c;
   }
+  // V carries no bias: it is the plain N(0, std^2) at every coordinate.
+  for (int col = 0; col < 8; ++col)
+    CHECK(inputs::sample(d, seed, TensorId::v, 0, 0, 3, col) ==
+          0.5 * inputs::sample(normal, seed, TensorId::v, 0, 0, 3, col));
   // The biases are N(0, 16): over 256 columns the sample variance is within 30% of it.
   const double var = sum_sq / 256 - (sum / 256) * (sum / 256);
   INFO("variance of the channel biases " << var);
