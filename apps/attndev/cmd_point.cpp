@@ -226,7 +226,9 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
   r.golden_s = seconds_since(start);
   // One point is one question: an algorithm that cannot run it (a recipe's blocks that do not
   // tile the head dim, a profile without its instructions) is a usage error, not a skipped row.
-  if (s.variant.backend == experiment::Backend::cpu)
+  // (A twin without the head dim is a skipped row, exit 3, as in a sweep: test_cli_tensor_cores.)
+  if (s.variant.backend == experiment::Backend::cpu &&
+      attention::is_quant_algorithm(s.variant.algorithm))
     if (const std::string why =
             attention::unsupported_reason(s.variant.algorithm, s.variant.policy, r.inputs.shape(),
                                           s.options.block_r, s.options.block_c);

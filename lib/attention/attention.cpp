@@ -207,7 +207,7 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
     if (policy.model == numerics::Model::framework)
       throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
                                   " models a kernel: the framework rounding model does not "
-                                  "apply; use a kernel-model policy such as quant-fp16");
+                                  "apply; use a kernel-model policy such as kernel-fp16");
     detail::run_quant(algorithm, p, options.fp8, options.path, out);
     return out;
   }

@@ -237,16 +237,20 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      "FA-3 fp8: e4m3 Q/K/V and P, fp32 scores/stats/accumulators, bf16 output",
      {Format::fp8_e4m3, Format::fp32, Format::fp32, Format::fp32, Format::fp8_e4m3, Format::fp32,
       Format::bf16, true, Overflow::saturate, Model::kernel}},
-    {"quant-fp16",
-     "quantized recipes (sage2-8b, mxfp8, ...): fp16 inputs and output, fp32 accumulators, every "
-     "product exact and accumulated by fp32 FMAs (no tensor-core model)",
-     detail::quant_policy(mma::Arch::none)},
-    {"quant-fp16-sm89", "quant-fp16 on Ada's tensor cores (fp8: 13 fraction bits, e8m13)",
+    // The quantized recipes (sage2-8b, mxfp8, ...) read a policy's input, output and mma only;
+    // without a tensor-core model they run under kernel-fp16 (the same policy: a preset of its
+    // own would be a duplicate, which a result could not be labelled by).
+    {"quant-fp16-sm89",
+     "quantized recipes on Ada's tensor cores (fp8: 13 fraction bits, e8m13): kernel-fp16 with "
+     "\"mma\": \"sm89\"",
      detail::quant_policy(mma::Arch::sm89)},
-    {"quant-fp16-sm90", "quant-fp16 on Hopper's tensor cores (fp8: 13 fraction bits, e8m13)",
+    {"quant-fp16-sm90",
+     "quantized recipes on Hopper's tensor cores (fp8: 13 fraction bits, e8m13): kernel-fp16 "
+     "with \"mma\": \"sm90\"",
      detail::quant_policy(mma::Arch::sm90)},
     {"quant-fp16-sm100",
-     "quant-fp16 on Blackwell's tensor cores (fp8: 25 fraction bits; block-scaled mxfp8, nvfp4)",
+     "quantized recipes on Blackwell's tensor cores (fp8: 25 fraction bits; block-scaled mxfp8, "
+     "nvfp4): kernel-fp16 with \"mma\": \"sm100\"",
      detail::quant_policy(mma::Arch::sm100)},
 };
 

@@ -51,7 +51,7 @@ std::size_t nan_aware_differences(const Output& a, const Output& b) {
 }
 
 nx::PrecisionPolicy fast_quant_policy(Arch arch) {
-  nx::PrecisionPolicy p = preset("quant-fp16");
+  nx::PrecisionPolicy p = preset("kernel-fp16");
   p.mma = arch;
   return p;
 }

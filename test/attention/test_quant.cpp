@@ -242,7 +242,7 @@ TEST_CASE("sage2-8b without a tensor-core profile equals an independent scalar r
     Options opt;
     opt.block_r = 32;
     opt.block_c = 64;
-    const Output got = run(Algorithm::sage2_8b, preset("quant-fp16"), in, opt);
+    const Output got = run(Algorithm::sage2_8b, preset("kernel-fp16"), in, opt);
     const Tensor want = sage2_reference(in, 64);
     std::size_t differ = 0;
     for (std::size_t i = 0; i < want.data.size(); ++i)
@@ -257,24 +257,24 @@ TEST_CASE("sage2-8b without a tensor-core profile equals an independent scalar r
 TEST_CASE("quantized recipes: what a profile or a shape cannot run is named", "[quant]") {
   using nx::mma::Arch;
   const Shape s{1, 1, 128, 128, 64};
-  CHECK_THAT(unsupported_reason(Algorithm::sage3, with_mma("quant-fp16", Arch::sm90), s),
+  CHECK_THAT(unsupported_reason(Algorithm::sage3, with_mma("kernel-fp16", Arch::sm90), s),
              Catch::Contains("sm90 does not have") && Catch::Contains("sm100"));
-  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, with_mma("quant-fp16", Arch::sm89), s),
+  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, with_mma("kernel-fp16", Arch::sm89), s),
              Catch::Contains("kind::mxf8f6f4"));
-  CHECK_THAT(unsupported_reason(Algorithm::sage2_4b, with_mma("quant-fp16", Arch::sm100), s),
+  CHECK_THAT(unsupported_reason(Algorithm::sage2_4b, with_mma("kernel-fp16", Arch::sm100), s),
              Catch::Contains("int4"));
-  CHECK(unsupported_reason(Algorithm::sage2_4b, with_mma("quant-fp16", Arch::sm89), s).empty());
+  CHECK(unsupported_reason(Algorithm::sage2_4b, with_mma("kernel-fp16", Arch::sm89), s).empty());
   const Shape d48{1, 1, 128, 128, 48};
-  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, preset("quant-fp16"), d48),
+  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, preset("kernel-fp16"), d48),
              Catch::Contains("cannot tile d = 48"));
-  CHECK_THAT(unsupported_reason(Algorithm::fa3_fp8_paper, preset("quant-fp16"), d48),
+  CHECK_THAT(unsupported_reason(Algorithm::fa3_fp8_paper, preset("kernel-fp16"), d48),
              Catch::Contains("power of two"));
-  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, preset("quant-fp16"), s, 64, 48),
+  CHECK_THAT(unsupported_reason(Algorithm::mxfp8, preset("kernel-fp16"), s, 64, 48),
              Catch::Contains("block_c 48"));
   for (Algorithm a : kQuantAlgorithms)
-    CHECK(unsupported_reason(a, preset("quant-fp16"), s).empty());
+    CHECK(unsupported_reason(a, preset("kernel-fp16"), s).empty());
   const Inputs in = random_inputs(d48, 1, nx::Format::fp16);
-  CHECK_THROWS_WITH(run(Algorithm::mxfp8, preset("quant-fp16"), in, Options{}),
+  CHECK_THROWS_WITH(run(Algorithm::mxfp8, preset("kernel-fp16"), in, Options{}),
                     Catch::Contains("cannot tile d = 48"));
 }
 
@@ -287,7 +287,7 @@ TEST_CASE("quantized recipes stay near the golden and report their stages", "[qu
   int compared = 0;
   for (Algorithm a : kQuantAlgorithms)
     for (Arch arch : {Arch::none, Arch::sm89, Arch::sm90, Arch::sm100}) {
-      const nx::PrecisionPolicy pol = with_mma("quant-fp16", arch);
+      const nx::PrecisionPolicy pol = with_mma("kernel-fp16", arch);
       if (!unsupported_reason(a, pol, s).empty()) continue;
       const Output out = run(a, pol, in, opt);
       double err = 0, ref = 0;
@@ -313,8 +313,8 @@ TEST_CASE("the sm90 fp8 accumulator truncates: fp8 P V on sm90 differs from sm10
   const Shape s{1, 1, 64, 256, 64};
   const Inputs in = random_inputs(s, 11, nx::Format::fp16);
   for (Algorithm a : {Algorithm::fa3_fp8, Algorithm::sage2_8b}) {
-    const Output hopper = run(a, with_mma("quant-fp16", Arch::sm90), in, Options{});
-    const Output blackwell = run(a, with_mma("quant-fp16", Arch::sm100), in, Options{});
+    const Output hopper = run(a, with_mma("kernel-fp16", Arch::sm90), in, Options{});
+    const Output blackwell = run(a, with_mma("kernel-fp16", Arch::sm100), in, Options{});
     INFO(algorithm_name(a));
     CHECK(bit_differences(hopper, blackwell) > 0);
   }

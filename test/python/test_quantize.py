@@ -156,8 +156,8 @@ def test_all_zero_blocks_give_zeros_and_bad_input_is_named():
 def test_recipes_run_through_attention():
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((128, 64)) for _ in range(3))
-    g = attndev.golden(q, k, v, policy="quant-fp16")
+    g = attndev.golden(q, k, v, policy="kernel-fp16")
     for algo in ("sage2-8b", "mxfp8", "fa3-fp8"):
-        o = attndev.attention(q, k, v, algo=algo, policy="quant-fp16")
-        dev = attndev.deviation(o, g, policy="quant-fp16")
+        o = attndev.attention(q, k, v, algo=algo, policy="kernel-fp16")
+        dev = attndev.deviation(o, g, policy="kernel-fp16")
         assert 0 < dev["rel_l1"] < 0.1, algo
