@@ -143,9 +143,14 @@ void check(const Config& c, const attention::Shape& shape, const attention::Opti
   }
   if (m.path == "generic") return;
   // Odd sizes so that tile and vector tails are exercised; a power-of-two head_dim for the fp8
-  // algorithms (their Hadamard rotation needs one, and the timed shape has one).
-  const int small_d = attention::is_fp8_algorithm(c.algorithm) ? 64 : 67;
-  const attention::Shape small{1, 1, 97, 83, std::min(shape.head_dim, small_d)};
+  // algorithms (their Hadamard rotation needs one, and the timed shape has one), and for a
+  // recipe whose blocks cannot tile 67 the first of 64 and the timed head_dim that they tile.
+  attention::Shape small{
+      1, 1, 97, 83, std::min(shape.head_dim, attention::is_fp8_algorithm(c.algorithm) ? 64 : 67)};
+  for (int d : {64, shape.head_dim})
+    if (!attention::unsupported_reason(c.algorithm, c.policy, small, opt.block_r, opt.block_c)
+             .empty())
+      small.head_dim = std::min(shape.head_dim, d);
   const attention::Inputs in = bench_inputs(small, c.policy.input);
   attention::Options generic = opt;
   generic.path = attention::Options::Path::generic;

@@ -58,16 +58,34 @@ constexpr DistributionInfo kDistributions[] = {
     {"uniform(lo,hi)", "uniform(0,1)", "uniform on [lo, hi) with 53 random bits"},
     {"outlier(std,p)", "outlier(std=10,p=0.001)",
      "N(0,1) + N(0,std^2)*Bernoulli(p): FA-3 Table 3's inputs"},
+    {"channel(std,bias)", "channel(std=1,bias=5)",
+     "Q, K: N(0,std^2) + one N(0,bias^2) offset per column of each head, shared by all tokens "
+     "(the channel-wise outliers SageAttention reports in K); V: N(0,std^2)"},
 };
 
 constexpr std::string_view kSections[] = {"formats", "presets", "algorithms", "distributions",
                                           "backends"};
 
+// Where a format may appear: a policy stage, or inside quantization recipes only.
+const char* format_use(numerics::Format f) {
+  if (numerics::is_stage_format(f)) return "stage";
+  switch (numerics::traits(f).kind) {
+    case numerics::FormatKind::scale:
+      return "scale";
+    case numerics::FormatKind::integer:
+      return "element";
+    case numerics::FormatKind::floating:
+      break;
+  }
+  return f == numerics::Format::ue4m3 ? "scale" : "element";
+}
+
 nlohmann::json formats_json() {
   nlohmann::json out = nlohmann::json::array();
-  for (numerics::Format f : numerics::kAllFormats) {
+  for (numerics::Format f : numerics::kEveryFormat) {
     const numerics::FormatTraits t = numerics::traits(f);
     out.push_back({{"name", t.name},
+                   {"use", format_use(f)},
                    {"bits", t.storage_bits},
                    {"fraction_bits", t.fraction_bits},
                    {"exponent_bits", t.exponent_bits},
@@ -75,7 +93,9 @@ nlohmann::json formats_json() {
                    {"min_normal", t.min_normal()},
                    {"min_subnormal", t.min_subnormal()},
                    {"unit_roundoff", t.unit_roundoff()},
-                   {"has_inf", t.has_inf}});
+                   {"has_inf", t.has_inf},
+                   {"has_nan", t.has_nan},
+                   {"signed", t.has_sign}});
   }
   return out;
 }
@@ -112,16 +132,21 @@ nlohmann::json backends_json() {
 }
 
 void print_formats() {
-  Table t({"format", "bits", "fraction", "exponent", "max", "min normal", "min subnormal",
+  Table t({"format", "use", "bits", "fraction", "exponent", "max", "min normal", "min subnormal",
            "unit roundoff"});
-  for (numerics::Format f : numerics::kAllFormats) {
+  for (numerics::Format f : numerics::kEveryFormat) {
     const numerics::FormatTraits x = numerics::traits(f);
-    t.add_row({x.name, std::to_string(x.storage_bits), std::to_string(x.fraction_bits),
-               std::to_string(x.exponent_bits), format_number(x.max_finite, 4),
-               format_number(x.min_normal()), format_number(x.min_subnormal()),
-               format_number(x.unit_roundoff())});
+    const bool integer = x.kind == numerics::FormatKind::integer;
+    t.add_row({x.name, format_use(f), std::to_string(x.storage_bits),
+               std::to_string(x.fraction_bits), std::to_string(x.exponent_bits),
+               format_number(x.max_finite, 4), integer ? "-" : format_number(x.min_normal()),
+               format_number(x.min_subnormal()), format_number(x.unit_roundoff())});
   }
   t.print(stdout);
+  std::printf(
+      "\nstage: a precision policy's stages may name it; element / scale: the values and block "
+      "scales of quantization recipes (OCP MX v1.0 fp6/fp4 and e8m0, NVFP4's ue4m3, symmetric "
+      "saturating int8/int4; docs/formats.md)\n");
 }
 
 void print_presets() {

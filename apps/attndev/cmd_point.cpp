@@ -71,6 +71,7 @@ nlohmann::json deviation_json(const metrics::Deviation& d, double seconds) {
           {"std_abs", json_number(d.std_abs)},
           {"rmse", json_number(d.rmse)},
           {"rel_l2", json_number(d.rel_l2)},
+          {"rel_l1", json_number(d.rel_l1)},
           {"max_rel", json_number(d.max_rel)},
           {"cos_sim", json_number(d.cos_sim)},
           {"nan_count", d.nan_count},
@@ -243,6 +244,16 @@ PointResult measure_point(const PointArgs& a, const PointSetup& s) {
     std::fprintf(stderr, "attndev point: skipped: %s: nothing compared\n", why->c_str());
     throw CommandExit{kExitNothingCompared};
   }
+  // One point is one question: an algorithm that cannot run it (a recipe's blocks that do not
+  // tile the head dim, a profile without its instructions) is a usage error, not a skipped row.
+  // (A twin without the head dim is a skipped row, exit 3, as in a sweep: test_cli_tensor_cores.)
+  if (s.variant.backend == experiment::Backend::cpu &&
+      attention::is_quant_algorithm(s.variant.algorithm))
+    if (const std::string why =
+            attention::unsupported_reason(s.variant.algorithm, s.variant.policy, r.inputs.shape(),
+                                          s.options.block_r, s.options.block_c);
+        !why.empty())
+      throw UsageError("point: " + why);
   r.variant_out = run_or_exit(s.variant, r.inputs, s.options, on_device(a), r.variant_s);
   r.baseline_out = run_or_exit(s.baseline, r.inputs, s.options, on_device(a), r.baseline_s);
   r.variant_dev = measure::deviation(r.variant_out.o.data, r.golden, s.policy.output);
@@ -304,8 +315,18 @@ void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
        {std::tuple{"max_abs", dv.max_abs, db.max_abs},
         std::tuple{"mean_abs", dv.mean_abs, db.mean_abs},
         std::tuple{"std_abs", dv.std_abs, db.std_abs}, std::tuple{"rmse", dv.rmse, db.rmse},
-        std::tuple{"rel_l2", dv.rel_l2, db.rel_l2}, std::tuple{"max_rel", dv.max_rel, db.max_rel}})
+        std::tuple{"rel_l2", dv.rel_l2, db.rel_l2}, std::tuple{"rel_l1", dv.rel_l1, db.rel_l1},
+        std::tuple{"max_rel", dv.max_rel, db.max_rel}})
     ratios[name] = json_number(ratio(v, b));
+  nlohmann::json stages = nlohmann::json::array();
+  for (const attention::QuantStageReport& q : r.variant_out.quant)
+    stages.push_back({{"stage", q.stage},
+                      {"elements", q.elements},
+                      {"saturated", q.saturated},
+                      {"groups", q.groups},
+                      {"zero_scales", q.zero_scales},
+                      {"nonfinite_scales", q.nonfinite_scales},
+                      {"rel_rmse", json_number(q.rel_rmse)}});
   const nlohmann::json out = {
       {"point",
        {{"algorithm", algorithm_label(s.variant)},
@@ -337,6 +358,7 @@ void print_json(const PointArgs& a, const PointSetup& s, const PointResult& r) {
       {"baseline", deviation_json(db, r.baseline_s)},
       {"ratio_to_baseline", ratios},
       {"ran_on", ran_on_json(a, s)},
+      {"quantized_stages", stages},
       {"provenance", provenance_json()}};
   std::printf("%s\n", out.dump(2).c_str());
 }
@@ -383,6 +405,7 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
   row("std_abs", dv.std_abs, db.std_abs);
   row("rmse", dv.rmse, db.rmse);
   row("rel_l2", dv.rel_l2, db.rel_l2);
+  row("rel_l1", dv.rel_l1, db.rel_l1);
   row("max_rel", dv.max_rel, db.max_rel);
   t.add_row({"cos_sim", format_number(dv.cos_sim, 9), format_number(db.cos_sim, 9), "-"});
   t.add_row({"nan/inf", std::to_string(dv.nan_count) + "/" + std::to_string(dv.inf_count),
@@ -390,6 +413,16 @@ void print_table(const PointArgs& a, const PointSetup& s, const PointResult& r) 
   t.add_row({"worst index", where(r.variant_out.o, dv.worst_index),
              where(r.baseline_out.o, db.worst_index), "-"});
   t.print(stdout);
+  if (r.variant_out.quant.empty()) return;
+  // What each quantized stage did on its own: saturation is counted, never silent.
+  std::printf("\nquantized stages of %s (relative RMS error of the stage alone):\n",
+              algo_name.c_str());
+  Table q({"stage", "elements", "saturated", "scales", "zero", "non-finite", "rel error"});
+  for (const attention::QuantStageReport& st : r.variant_out.quant)
+    q.add_row({st.stage, std::to_string(st.elements), std::to_string(st.saturated),
+               std::to_string(st.groups), std::to_string(st.zero_scales),
+               std::to_string(st.nonfinite_scales), format_number(st.rel_rmse)});
+  q.print(stdout);
 }
 
 void run_point(const PointArgs& a) {
@@ -440,10 +473,10 @@ void add_point_command(cli::Command& app) {
   cmd->add_option("--scale-placement,--scale-on", args->scale_on,
                   "Softmax scale placement: scores or query")
       ->capture_default_str();
-  shape_flags.push_back(
-      cmd->add_option("--distribution,--dist", args->dist,
-                      "Input distribution: normal(mean,std), uniform(lo,hi), outlier(std,p)")
-          ->capture_default_str());
+  shape_flags.push_back(cmd->add_option("--distribution,--dist", args->dist,
+                                        "Input distribution: normal(mean,std), uniform(lo,hi), "
+                                        "outlier(std,p), channel(std,bias)")
+                            ->capture_default_str());
   shape_flags.push_back(
       cmd->add_option("--seed", args->seed, "Seed of the counter-based input generator")
           ->capture_default_str()

@@ -10,6 +10,8 @@
 #include "attention/detail.hpp"
 #include "attention/fast_kinds.hpp"
 #include "attention/fp8_attention.hpp"
+#include "attention/quant_attention.hpp"
+#include "attention/quant_recipes.hpp"
 #include "attention/twins/flash2_tc.hpp"
 #include "attention/twins/twins.hpp"
 
@@ -60,6 +62,26 @@ const char* algorithm_name(Algorithm a) {
       return "fa2-cuda-unfused";
     case Algorithm::mem_efficient:
       return "mem-efficient";
+    case Algorithm::fa3_fp8:
+      return "fa3-fp8";
+    case Algorithm::fa3_fp8_paper:
+      return "fa3-fp8-paper";
+    case Algorithm::fa3_fp8_paper_per_tensor:
+      return "fa3-fp8-paper-per-tensor";
+    case Algorithm::fa3_fp8_paper_no_hadamard:
+      return "fa3-fp8-paper-no-hadamard";
+    case Algorithm::sage1:
+      return "sage1";
+    case Algorithm::sage2_8b:
+      return "sage2-8b";
+    case Algorithm::sage2_4b:
+      return "sage2-4b";
+    case Algorithm::sage2pp:
+      return "sage2pp";
+    case Algorithm::sage3:
+      return "sage3";
+    case Algorithm::mxfp8:
+      return "mxfp8";
   }
   return "?";
 }
@@ -78,6 +100,12 @@ bool parse_algorithm(std::string_view text, Algorithm& out) {
     }
   }
   for (Algorithm a : kTwinAlgorithms) {
+    if (text == algorithm_name(a)) {
+      out = a;
+      return true;
+    }
+  }
+  for (Algorithm a : kQuantAlgorithms) {
     if (text == algorithm_name(a)) {
       out = a;
       return true;
@@ -124,13 +152,21 @@ const char* algorithm_description(Algorithm a) {
              "forward, scores times scale then log2(e), per-warp partial sums, alpha/beta "
              "epilogue; kernel-bf16/fp16, tensor cores from \"mma\"";
   }
+  if (const quant::RecipeSpec* r = quant::find_recipe(a)) return r->description;
   return "?";
 }
 
+const char* algorithm_source(Algorithm a) {
+  if (const quant::RecipeSpec* r = quant::find_recipe(a)) return r->source;
+  return "";
+}
+
 std::string unsupported_reason(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
-                               const Shape& shape) {
+                               const Shape& shape, int block_r, int block_c) {
   if (algorithm == Algorithm::flash2_tc_twin) return twins::flash2_tc_unsupported(policy, shape);
   if (is_twin_algorithm(algorithm)) return twins::twin_unsupported_reason(algorithm, policy, shape);
+  if (is_quant_algorithm(algorithm))
+    return quant::recipe_unsupported(algorithm, policy.mma, shape, block_r, block_c);
   if (policy.mma != numerics::mma::Arch::none && is_fp8_algorithm(algorithm))
     return std::string(algorithm_name(algorithm)) +
            ": the tensor-core profile (\"mma\") is not modelled for the fp8 algorithms' own "
@@ -142,6 +178,7 @@ const char* kernel_path(Algorithm algorithm, const numerics::PrecisionPolicy& po
                         const Options& options) {
   if (options.path == Options::Path::generic) return "generic";
   if (is_twin_algorithm(algorithm)) return "twin";
+  if (is_quant_algorithm(algorithm)) return "quant";
   switch (detail::fast_kind(algorithm, policy)) {
     case detail::FastKind::f32:
       return "fast-f32";
@@ -163,8 +200,9 @@ Output empty_output(const Shape& s) {
 }
 
 void require_supported(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
-                       const Shape& shape) {
-  if (const std::string why = unsupported_reason(algorithm, policy, shape); !why.empty())
+                       const Shape& shape, int block_r = 64, int block_c = 64) {
+  if (const std::string why = unsupported_reason(algorithm, policy, shape, block_r, block_c);
+      !why.empty())
     throw std::invalid_argument(why);
 }
 
@@ -174,7 +212,8 @@ void require_no_mask(Algorithm algorithm, const Problem& p) {
   if (p.mask)
     throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
                                 ": masks beyond the causal one are not modelled in the twins of "
-                                "GPU kernels; use baseline, flash1, flash2 or an fp8 algorithm");
+                                "GPU kernels or the quantized recipes; use baseline, flash1, "
+                                "flash2 or an fp8 algorithm");
 }
 
 }  // namespace
@@ -194,12 +233,21 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
   if (algorithm == Algorithm::flash2_tc_twin)
     return run_flash2_tc_twin(policy, inputs, options, {});
   const Problem p = make_problem(policy, inputs, options);
-  if (is_twin_algorithm(algorithm)) require_no_mask(algorithm, p);
-  require_supported(algorithm, policy, p.shape);
+  // Neither the twins nor the quantized recipes have a mask model: refused, not ignored.
+  if (is_twin_algorithm(algorithm) || is_quant_algorithm(algorithm)) require_no_mask(algorithm, p);
+  require_supported(algorithm, policy, p.shape, p.block_r, p.block_c);
   const Shape s = p.shape;
   Output out = empty_output(s);
   if (is_twin_algorithm(algorithm)) {
     twins::run_twin(algorithm, p, out);
+    return out;
+  }
+  if (is_quant_algorithm(algorithm)) {
+    if (policy.model == numerics::Model::framework)
+      throw std::invalid_argument(std::string(algorithm_name(algorithm)) +
+                                  " models a kernel: the framework rounding model does not "
+                                  "apply; use a kernel-model policy such as kernel-fp16");
+    detail::run_quant(algorithm, p, options.fp8, options.path, out);
     return out;
   }
   detail::require_fp8_policy(algorithm, policy);

@@ -42,6 +42,19 @@ enum class Algorithm : unsigned char {
   fa2_cuda,
   fa2_cuda_unfused,
   mem_efficient,
+  // Quantized attention recipes (lib/attention/quant_recipes.hpp): each quantizes Q, K, V (and
+  // P) by its source's rules, from inputs held in the policy's `input` format, and runs its
+  // GEMMs on the policy's tensor-core profile (mma).
+  fa3_fp8,                    // FlashAttention-3's released fp8 kernel
+  fa3_fp8_paper,              // FA-3's paper setting (flash3-fp8's rules) on a tensor-core profile
+  fa3_fp8_paper_per_tensor,   // ... without block quantization
+  fa3_fp8_paper_no_hadamard,  // ... without incoherent processing
+  sage1,                      // SageAttention: INT8 QK per block, fp16 P V
+  sage2_8b,                   // SageAttention2: INT8 QK per thread, FP8 P V, two-level
+  sage2_4b,                   // SageAttention2: INT4 QK per thread with Q smoothing
+  sage2pp,                    // SageAttention2++: fp16-accumulated FP8 P V, V scale max 2.25
+  sage3,                      // SageAttention3: NVFP4 Q, K, V and two-level P
+  mxfp8,                      // MXFP8: e4m3 blocks of 32 with e8m0 scales on Q, K, V and P
 };
 
 inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::baseline, Algorithm::flash1,
@@ -60,6 +73,19 @@ inline constexpr Algorithm kTwinAlgorithms[] = {Algorithm::flash2_tc_twin, Algor
                                                 Algorithm::fa2_cuda_unfused,
                                                 Algorithm::mem_efficient};
 
+// The quantized recipes: like the fp8 algorithms, they quantize with real-valued scales whatever
+// the policy (its input, output and mma are what they read).
+inline constexpr Algorithm kQuantAlgorithms[] = {Algorithm::fa3_fp8,
+                                                 Algorithm::fa3_fp8_paper,
+                                                 Algorithm::fa3_fp8_paper_per_tensor,
+                                                 Algorithm::fa3_fp8_paper_no_hadamard,
+                                                 Algorithm::sage1,
+                                                 Algorithm::sage2_8b,
+                                                 Algorithm::sage2_4b,
+                                                 Algorithm::sage2pp,
+                                                 Algorithm::sage3,
+                                                 Algorithm::mxfp8};
+
 // Every algorithm a user can name (listings, config validation, suggestions).
 inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
                                                 Algorithm::flash1,
@@ -71,7 +97,18 @@ inline constexpr Algorithm kEveryAlgorithm[] = {Algorithm::baseline,
                                                 Algorithm::flash2_tc_twin,
                                                 Algorithm::fa2_cuda,
                                                 Algorithm::fa2_cuda_unfused,
-                                                Algorithm::mem_efficient};
+                                                Algorithm::mem_efficient,
+
+                                                Algorithm::fa3_fp8,
+                                                Algorithm::fa3_fp8_paper,
+                                                Algorithm::fa3_fp8_paper_per_tensor,
+                                                Algorithm::fa3_fp8_paper_no_hadamard,
+                                                Algorithm::sage1,
+                                                Algorithm::sage2_8b,
+                                                Algorithm::sage2_4b,
+                                                Algorithm::sage2pp,
+                                                Algorithm::sage3,
+                                                Algorithm::mxfp8};
 
 inline constexpr bool is_fp8_algorithm(Algorithm a) {
   return a == Algorithm::flash3_fp8 || a == Algorithm::flash3_fp8_per_tensor ||
@@ -81,6 +118,11 @@ inline constexpr bool is_fp8_algorithm(Algorithm a) {
 inline constexpr bool is_twin_algorithm(Algorithm a) {
   return a == Algorithm::flash2_tc_twin || a == Algorithm::fa2_cuda ||
          a == Algorithm::fa2_cuda_unfused || a == Algorithm::mem_efficient;
+}
+
+inline constexpr bool is_quant_algorithm(Algorithm a) {
+  return static_cast<int>(a) >= static_cast<int>(Algorithm::fa3_fp8) &&
+         static_cast<int>(a) <= static_cast<int>(Algorithm::mxfp8);
 }
 
 const char* algorithm_name(Algorithm a);
@@ -180,10 +222,20 @@ struct Options {
 // rows/mask.hpp, for every algorithm and backend.
 using rows::causal_visible;
 
+// What one quantized stage of a recipe did (attention/quantize.hpp's Stats, summed over the
+// tensor): the share of saturated elements and the stage's own quantization error, so that a
+// row says how much of the deviation the quantizer caused.
+struct QuantStageReport {
+  std::string stage;  // "q", "k", "v", "p"
+  std::size_t elements = 0, saturated = 0, groups = 0, zero_scales = 0, nonfinite_scales = 0;
+  double rel_rmse = 0.0;  // ||dequantized - x|| / ||x|| over the stage's elements
+};
+
 struct Output {
   Tensor o;                 // (B, H, N_q, d), values in the policy's `output` format
   std::vector<double> lse;  // (B, H, N_q) log-sum-exp of the scaled scores (natural log);
                             // empty for algorithms that do not produce it
+  std::vector<QuantStageReport> quant = {};  // the quantized recipes' stages; empty otherwise
 };
 
 // Throws std::invalid_argument with a message naming the bad field for impossible arguments
@@ -196,8 +248,12 @@ Output run(Algorithm algorithm, const numerics::PrecisionPolicy& policy, const I
 // with an algorithm that has no tensor-core GEMMs here. run() throws std::invalid_argument with
 // the same text. (A policy whose profile does not take its formats is a bad policy, refused by
 // numerics::mma_policy_error when it is parsed, and by run() as well.)
+// The quantized recipes also check the tiles (block_r, block_c) their block shapes must tile.
 std::string unsupported_reason(Algorithm algorithm, const numerics::PrecisionPolicy& policy,
-                               const Shape& shape);
+                               const Shape& shape, int block_r = 64, int block_c = 64);
+
+// The paper and code a quantized recipe's rules come from; empty for the other algorithms.
+const char* algorithm_source(Algorithm a);
 
 // flash2-tc-twin with its exp2 replaced (lib/attention/twins/flash2_tc.hpp): exp2(x) for every
 // exp2f of the kernel; an empty function is run()'s default, numerics::exp2_f32.

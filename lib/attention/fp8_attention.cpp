@@ -12,9 +12,13 @@
 //   S_ij   = R_score(mul_in(score_accum, dot8(q_i, k_j), descale))
 //            dot8 accumulated in score_accum (the fp8 wgmma accumulates in fp32);
 //            descale = R_score_accum(scale_q(i) * scale_k(j)) (the two dequantization scales)
-//   P_ij   = R_prob(p_ij): e4m3 under the fp8-e4m3 preset. FA-3 casts the unnormalized
-//            p = exp2(...) in [0, 1] without a scale, so p < 2^-10 becomes 0 and p < 2^-6 keeps
-//            fewer than 3 fraction bits (e4m3 subnormals): the kernel's own truncation of the tail.
+//   P_ij   = R_prob(p_ij): e4m3 under the fp8-e4m3 preset, the unnormalized p = exp2(...) in
+//            [0, 1] cast without a scale, as the paper describes the fp8 forward: p < 2^-10
+//            becomes 0 and p < 2^-6 keeps fewer than 3 fraction bits (e4m3 subnormals). FA-3's
+//            released kernel does not do this: it offsets the exponent by Max_offset = 8, so P
+//            lies in [0, 2^8] before the cast (hopper/softmax.h), and folds one descale per
+//            (batch, head) into the softmax scale: that kernel is the fa3-fp8 recipe
+//            (quant_recipes.hpp); flash3-fp8 keeps the paper's setting and its published numbers.
 //   PV     = per K/V block, pv_t = sum_j P_ij V8_jt in out_accum (the block's mma), then
 //            acc_t = mac(acc_t * alpha, pv_t, scale_v(block)): V's scale differs per block, so it
 //            is applied to the block's product before it joins the running accumulator.

@@ -201,6 +201,14 @@ bool parse_policy(const nlohmann::json& value, PrecisionPolicy& out, std::string
               "; valid formats: " + join_names(formats);
       return false;
     }
+    if (!numerics::is_stage_format(f)) {
+      error = "\"" + key + "\": " + numerics::format_name(f) +
+              " is an element or scale format of quantization recipes, not a stage format (use "
+              "a quantized algorithm such as sage2-8b or mxfp8, `attndev list algorithms`); "
+              "stage formats: " +
+              join_names(formats);
+      return false;
+    }
     policy.at(*stage) = f;
   }
   // Checked on the whole policy: the stages named after "mma" count too.

@@ -37,6 +37,8 @@ std::string Distribution::describe() const {
       return "uniform(" + number_text(a) + "," + number_text(b) + ")";
     case Kind::outlier:
       return "outlier(std=" + number_text(outlier_std) + ",p=" + number_text(outlier_prob) + ")";
+    case Kind::channel:
+      return "channel(std=" + number_text(a) + ",bias=" + number_text(b) + ")";
   }
   return "?";
 }

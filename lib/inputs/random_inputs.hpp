@@ -19,13 +19,17 @@ namespace attndev::inputs {
 struct Distribution {
   using Kind = DistributionParams::Kind;
   Kind kind = Kind::normal;
-  double a = 0.0;  // normal: mean; uniform: lo
-  double b = 1.0;  // normal: std;  uniform: hi
+  // channel: N(0, a^2) + b * c_col in Q and K, c_col ~ N(0,1) drawn once per (tensor, b, h,
+  // column) and shared by every row: the channel-wise bias SageAttention (arXiv 2410.02367,
+  // Sec. 3) reports in K (and SageAttention2 in Q), which a token mean removes; V is N(0, a^2).
+  double a = 0.0;  // normal: mean; uniform: lo; channel: std of the tokens
+  double b = 1.0;  // normal: std;  uniform: hi; channel: std of the channel biases
   // outlier (FA-3 Table 3): N(0,1) + N(0, outlier_std^2) * Bernoulli(outlier_prob)
   double outlier_std = 10.0;
   double outlier_prob = 0.001;
 
-  std::string describe() const;  // e.g. "normal(0,1)", "uniform(-1,1)", "outlier(std=10,p=0.001)"
+  // e.g. "normal(0,1)", "uniform(-1,1)", "outlier(std=10,p=0.001)", "channel(std=1,bias=5)"
+  std::string describe() const;
   friend bool operator==(const Distribution&, const Distribution&) = default;
 
   static Distribution normal(double mean, double std) { return {Kind::normal, mean, std}; }

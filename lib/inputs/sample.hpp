@@ -27,10 +27,13 @@ namespace attndev::inputs {
 // The distributions of the generator, as plain values (trivially copyable: a kernel argument).
 // Distribution (random_inputs.hpp) is this plus its text form.
 struct DistributionParams {
-  enum class Kind : unsigned char { normal, uniform, outlier };
+  enum class Kind : unsigned char { normal, uniform, outlier, channel };
   Kind kind = Kind::normal;
-  double a = 0.0;  // normal: mean; uniform: lo
-  double b = 1.0;  // normal: std;  uniform: hi
+  // channel: N(0, a^2) + b * c_col in Q and K, c_col ~ N(0,1) drawn once per (tensor, b, h,
+  // column) and shared by every row: the channel-wise bias SageAttention (arXiv 2410.02367,
+  // Sec. 3) reports in K (and SageAttention2 in Q), which a token mean removes; V is N(0, a^2).
+  double a = 0.0;  // normal: mean; uniform: lo; channel: std of the tokens
+  double b = 1.0;  // normal: std;  uniform: hi; channel: std of the channel biases
   // outlier (FA-3 Table 3): N(0,1) + N(0, outlier_std^2) * Bernoulli(outlier_prob)
   double outlier_std = 10.0;
   double outlier_prob = 0.001;
@@ -48,8 +51,9 @@ inline constexpr std::uint32_t kMaxBatch = 1u << kBatchBits;
 inline constexpr std::uint32_t kMaxTensor = 16;
 
 // Independent streams of one element: draw 0 feeds every distribution's main value (and the
-// outlier's Bernoulli from its upper words), draw 1 the outlier's extra normal.
-enum Draw : std::uint32_t { kDrawMain = 0, kDrawOutlier = 1 };
+// outlier's Bernoulli from its upper words), draw 1 the outlier's extra normal, draw 2 at row 0
+// a column's channel bias.
+enum Draw : std::uint32_t { kDrawMain = 0, kDrawOutlier = 1, kDrawChannel = 2 };
 
 struct Block {
   std::uint32_t w[4];
@@ -191,6 +195,14 @@ ATTNDEV_HD inline double sample_at(const DistributionParams& dist, std::uint64_t
       if (!(detail::unit53(w.w[2], w.w[3]) < dist.outlier_prob)) return base;
       const Block o = detail::draw_block(seed, tensor, b, h, row, col, detail::kDrawOutlier);
       return base + dist.outlier_std * detail::standard_normal(o.w[0], o.w[1]);
+    }
+    case DistributionParams::Kind::channel: {
+      // V has no channel bias: SageAttention reports it in K (and Q); a V bias would only add a
+      // constant to every output row, which no softmax error touches.
+      if (tensor == TensorId::v) return dist.a * detail::standard_normal(w.w[0], w.w[1]);
+      const Block c = detail::draw_block(seed, tensor, b, h, 0, col, detail::kDrawChannel);
+      return dist.a * detail::standard_normal(w.w[0], w.w[1]) +
+             dist.b * detail::standard_normal(c.w[0], c.w[1]);
     }
   }
   return 0.0;

@@ -39,7 +39,7 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
   // Pass 1: non-finite values first, then maxima (the scales of pass 2) and the mean.
   std::int64_t first_bad = -1;
   double max_x = 0, max_ref = 0;
-  CompensatedSum<double> sum_abs;
+  CompensatedSum<double> sum_abs, sum_ref_abs;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double xi = x[i], ri = reference[i];
     if (std::isnan(xi)) ++d.nan_count;
@@ -57,14 +57,21 @@ Deviation compare(std::span<const double> x, std::span<const double> reference,
     max_ref = std::max(max_ref, std::fabs(ri));
     d.max_rel = std::max(d.max_rel, a == 0 ? 0.0 : a / std::max(std::fabs(ri), max_rel_floor));
     sum_abs.add(a);
+    sum_ref_abs.add(std::fabs(ri));
   }
   if (first_bad >= 0) {
-    d.max_abs = d.mean_abs = d.std_abs = d.rmse = d.rel_l2 = d.max_rel = d.cos_sim = kNaN;
+    d.max_abs = d.mean_abs = d.std_abs = d.rmse = d.rel_l2 = d.rel_l1 = d.max_rel = d.cos_sim =
+        kNaN;
     d.worst_index = first_bad;
     return d;
   }
   const double n = static_cast<double>(x.size());
   d.mean_abs = sum_abs.value() / n;
+  if (sum_ref_abs.value() > 0) {
+    d.rel_l1 = sum_abs.value() / sum_ref_abs.value();
+  } else {
+    d.rel_l1 = sum_abs.value() > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  }
 
   // Pass 2: squares of values divided by their maximum, so that neither 1e200 overflows nor 1e-200
   // underflows; the two-pass variance sum (a - mean)^2 cannot go negative or cancel.

@@ -12,7 +12,10 @@ struct Deviation {
   double std_abs = 0;   // population standard deviation of |x - ref|
   double rmse = 0;      // sqrt(mean (x - ref)^2)
   double rel_l2 = 0;    // ||x - ref||_2 / ||ref||_2 (0/0 -> 0)
-  double max_rel = 0;   // max |x - ref| / max(|ref|, max_rel_floor)
+  // ||x - ref||_1 / ||ref||_1 (0/0 -> 0): SageAttention's "relative L1" (Zhang et al.,
+  // arXiv 2410.02367, Sec. 4; sum |O - O'| / sum |O|)
+  double rel_l1 = 0;
+  double max_rel = 0;  // max |x - ref| / max(|ref|, max_rel_floor)
   double max_rel_floor = 0;
   double cos_sim = 1;  // <x, ref> / (||x|| ||ref||); 1 when both are zero
   std::int64_t nan_count = 0;

@@ -9,6 +9,14 @@
 // (what float -> half conversion does on x86 and what float -> double -> float does); e4m3 has a
 // single NaN per sign. decode maps a NaN pattern to a quiet double NaN carrying the same payload,
 // so decode -> encode keeps a NaN a NaN (a signalling pattern comes back quiet).
+//
+// The quantization formats (format.hpp): fp6 and fp4 have the textbook layout with no special
+// pattern (exponent all ones is a normal binade); a NaN, which they cannot hold, encodes as the
+// largest magnitude with its sign (what a saturating cast produces for an overflow; round_to keeps
+// NaN a NaN, so a quantizer sees it before anything is encoded). e8m0 is the biased exponent
+// alone, 0xFF = NaN. ue4m3 is e4m3's low 7 bits: the sign bit is written 0 and ignored when read.
+// int8 and int4 are two's complement; the pattern -2^(bits-1) (0x80, 0x8) lies outside the
+// symmetric range: decode gives its integer value, rounding never produces it.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +53,35 @@ ATTNDEV_HD constexpr std::uint64_t low_mask(int bits) {
 
 // Bit pattern of an already representable value (or NaN, +-inf) of f. A value that is not
 // representable is rounded first, so encode_exact(f, round_to(f, x)) == encode(f, x).
-ATTNDEV_HD inline std::uint64_t encode_exact(Format f, double r) {
-  if (f == Format::fp64) return bits_of(r);
+namespace detail {
+
+// The encodings that are not sign | exponent | fraction with e4m3's or IEEE's special patterns;
+// `handled` is false for every other format.
+ATTNDEV_HD inline std::uint64_t encode_special(Format f, double r, bool& handled) {
+  const FormatTraits t = traits(f);
+  handled = true;
+  if (t.kind == FormatKind::integer) {
+    const std::uint64_t mask = low_mask(t.storage_bits);
+    if (r != r) return (std::uint64_t{1} << (t.storage_bits - 1)) - 1u;  // never produced
+    const long long v = static_cast<long long>(r);
+    return static_cast<std::uint64_t>(v) & mask;
+  }
+  if (t.kind == FormatKind::scale) {
+    if (!(r > 0.0) || r == INFINITY) return 0xFF;
+    const int exponent = static_cast<int>(bits_of(r) >> 52) - 1023;
+    return static_cast<std::uint64_t>(exponent + 127);
+  }
+  if (!t.has_nan && (r != r || fabs(r) == INFINITY)) {
+    // fp6 / fp4 cannot hold NaN or inf: the largest magnitude, with the sign (see the top).
+    const std::uint64_t sign = (bits_of(r) >> 63) << (t.storage_bits - 1);
+    return sign | low_mask(t.storage_bits - 1);
+  }
+  handled = false;
+  return 0;
+}
+
+// sign | exponent | fraction with IEEE's or e4m3's special patterns.
+ATTNDEV_HD inline std::uint64_t encode_float_layout(Format f, double r) {
   const detail::Layout l = detail::layout(f);
   const std::uint64_t u = bits_of(r);
   const std::uint64_t sign = (u >> 63) << (l.storage_bits - 1);
@@ -75,6 +110,18 @@ ATTNDEV_HD inline std::uint64_t encode_exact(Format f, double r) {
   return sign | (biased << l.fraction_bits) | frac;
 }
 
+}  // namespace detail
+
+ATTNDEV_HD inline std::uint64_t encode_exact(Format f, double r) {
+  if (f == Format::fp64) return bits_of(r);
+  bool handled = false;
+  const std::uint64_t special = detail::encode_special(f, r, handled);
+  if (handled) return special;
+  // ue4m3 is e4m3 with the sign bit written 0 (a negative value is not representable).
+  if (f == Format::ue4m3) return detail::encode_float_layout(Format::fp8_e4m3, r) & 0x7Fu;
+  return detail::encode_float_layout(f, r);
+}
+
 // Rounds x to f (RNE, the given overflow rule) and returns the bit pattern.
 ATTNDEV_HD inline std::uint64_t encode(Format f, double x, Overflow overflow) {
   return encode_exact(f, round_to(f, x, overflow));
@@ -85,13 +132,21 @@ ATTNDEV_HD inline std::uint64_t encode(Format f, double x) {
 
 // Classification of an encoding of f (bits above storage_bits are ignored).
 ATTNDEV_HD inline FpClass classify(Format f, std::uint64_t bits) {
+  const FormatTraits t = traits(f);
+  if (t.kind == FormatKind::integer)
+    return (bits & detail::low_mask(t.storage_bits)) == 0 ? FpClass::zero : FpClass::normal;
+  if (t.kind == FormatKind::scale) return (bits & 0xFFu) == 0xFFu ? FpClass::nan : FpClass::normal;
+  if (f == Format::ue4m3) {
+    f = Format::fp8_e4m3;
+    bits &= 0x7Fu;
+  }
   const detail::Layout l = detail::layout(f);
   bits &= detail::low_mask(l.storage_bits);
   const std::uint64_t e_max = detail::low_mask(l.exponent_bits);
   const std::uint64_t e = (bits >> l.fraction_bits) & e_max;
   std::uint64_t frac = bits & detail::low_mask(l.fraction_bits);
   if (f == Format::tf32) frac &= ~std::uint64_t{0x1FFF};
-  if (e == e_max) {
+  if (e == e_max && t.has_nan) {
     if (!l.has_inf)
       return frac == detail::low_mask(l.fraction_bits) ? FpClass::nan : FpClass::normal;
     return frac == 0 ? FpClass::inf : FpClass::nan;
@@ -103,6 +158,20 @@ ATTNDEV_HD inline FpClass classify(Format f, std::uint64_t bits) {
 // The exact value of an encoding of f (a quiet NaN with the same sign and payload for NaNs).
 ATTNDEV_HD inline double decode(Format f, std::uint64_t bits) {
   if (f == Format::fp64) return double_from_bits(bits);
+  const FormatTraits t = traits(f);
+  if (t.kind == FormatKind::integer) {
+    const std::uint64_t u = bits & detail::low_mask(t.storage_bits);
+    const std::uint64_t sign_bit = std::uint64_t{1} << (t.storage_bits - 1);
+    return (u & sign_bit) ? -static_cast<double>((sign_bit << 1) - u) : static_cast<double>(u);
+  }
+  if (t.kind == FormatKind::scale) {
+    const int byte = static_cast<int>(bits & 0xFFu);
+    return byte == 0xFF ? NAN : detail::pow2_normal(byte - 127);
+  }
+  if (f == Format::ue4m3) {
+    f = Format::fp8_e4m3;
+    bits &= 0x7Fu;
+  }
   const detail::Layout l = detail::layout(f);
   bits &= detail::low_mask(l.storage_bits);
   if (f == Format::tf32) bits &= ~std::uint64_t{0x1FFF};

@@ -267,6 +267,15 @@ ATTNDEV_HD constexpr bool kind_of(Format f, Kind& out) {
       out = Kind::f8;
       return true;
     case Format::fp64:
+    // The quantization formats (fp6, fp4, scales, integers) are operands of the recipes' own
+    // instructions (attention/quant_mma.hpp), not of these kinds.
+    case Format::fp6_e2m3:
+    case Format::fp6_e3m2:
+    case Format::fp4_e2m1:
+    case Format::e8m0:
+    case Format::ue4m3:
+    case Format::int8:
+    case Format::int4:
       return false;
   }
   return false;

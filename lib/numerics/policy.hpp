@@ -196,6 +196,15 @@ constexpr PrecisionPolicy torch_math_policy(Format f) {
           Overflow::saturate,
           Model::kernel};
 }
+// The policy the quantized recipes (attention/quant_recipes.hpp) read: inputs stored in fp16
+// before the recipe quantizes them, fp32 scores, statistics and accumulators, O stored in fp16,
+// and the tensor-core profile `arch`. The recipe itself decides P's format and every quantized
+// operand; prob = fp16 only keeps the policy one that mma_policy_error accepts.
+constexpr PrecisionPolicy quant_policy(mma::Arch arch) {
+  PrecisionPolicy p = kernel_policy(Format::fp16);
+  p.mma = arch;
+  return p;
+}
 }  // namespace detail
 
 inline constexpr PolicyPreset kPolicyPresets[] = {
@@ -250,6 +259,21 @@ inline constexpr PolicyPreset kPolicyPresets[] = {
      "FA-3 fp8: e4m3 Q/K/V and P, fp32 scores/stats/accumulators, bf16 output",
      {Format::fp8_e4m3, Format::fp32, Format::fp32, Format::fp32, Format::fp8_e4m3, Format::fp32,
       Format::bf16, true, Overflow::saturate, Model::kernel}},
+    // The quantized recipes (sage2-8b, mxfp8, ...) read a policy's input, output and mma only;
+    // without a tensor-core model they run under kernel-fp16 (the same policy: a preset of its
+    // own would be a duplicate, which a result could not be labelled by).
+    {"quant-fp16-sm89",
+     "quantized recipes on Ada's tensor cores (fp8: 13 fraction bits, e8m13): kernel-fp16 with "
+     "\"mma\": \"sm89\"",
+     detail::quant_policy(mma::Arch::sm89)},
+    {"quant-fp16-sm90",
+     "quantized recipes on Hopper's tensor cores (fp8: 13 fraction bits, e8m13): kernel-fp16 "
+     "with \"mma\": \"sm90\"",
+     detail::quant_policy(mma::Arch::sm90)},
+    {"quant-fp16-sm100",
+     "quantized recipes on Blackwell's tensor cores (fp8: 25 fraction bits; block-scaled mxfp8, "
+     "nvfp4): kernel-fp16 with \"mma\": \"sm100\"",
+     detail::quant_policy(mma::Arch::sm100)},
 };
 
 // Empty when the policy's tensor-core choice is possible; else what is wrong and how to fix it:

@@ -41,10 +41,12 @@ ATTNDEV_HD inline float float_from_bits(std::uint32_t u) {
   return x;
 }
 
-// Default overflow behaviour: IEEE formats go to inf; OCP e4m3 (no inf) goes to NaN unless a
-// policy asks for saturation.
+// Default overflow behaviour: IEEE formats go to inf; OCP e4m3 and e8m0 (no inf) go to NaN unless
+// a policy asks for saturation; formats with neither inf nor NaN (fp6, fp4, int8, int4) saturate.
 ATTNDEV_HD constexpr Overflow default_overflow(Format f) {
-  return traits(f).has_inf ? Overflow::to_inf : Overflow::to_nan;
+  return traits(f).has_inf   ? Overflow::to_inf
+         : traits(f).has_nan ? Overflow::to_nan
+                             : Overflow::saturate;
 }
 
 namespace detail {
@@ -77,12 +79,24 @@ ATTNDEV_HD inline double round_magnitude(const FormatTraits& t, double a) {
 }
 
 // The value a rounded magnitude r becomes under the overflow rule: r itself when in range.
-// A format without inf cannot return inf, so to_inf there means NaN (OCP e4m3 non-saturating).
+// A format without inf cannot return inf, so to_inf there means NaN (OCP e4m3 non-saturating);
+// a format with neither (fp6, fp4, the integers) can only saturate.
 ATTNDEV_HD inline double apply_overflow(const FormatTraits& t, double r, Overflow overflow) {
   if (r <= t.max_finite) return r;
-  if (overflow == Overflow::saturate) return t.max_finite;
+  if (overflow == Overflow::saturate || (!t.has_inf && !t.has_nan)) return t.max_finite;
   if (overflow == Overflow::to_inf && t.has_inf) return INFINITY;
   return NAN;
+}
+
+// e8m0 (no zero, no sign, no fraction): a positive x rounds to the nearer of the two powers of
+// two around it (the tie 1.5 * 2^e to the even encoding, as the generic path does with 0
+// fraction bits); +0 and values below 2^-127 become 2^-127, the nearest value there is; a
+// negative value is NaN.
+ATTNDEV_HD inline double round_e8m0(const FormatTraits& t, double x, Overflow overflow) {
+  if (x != x || copysign(1.0, x) < 0.0) return NAN;
+  if (x == INFINITY) return overflow == Overflow::saturate ? t.max_finite : NAN;
+  if (x <= t.min_normal()) return t.min_normal();
+  return apply_overflow(t, round_magnitude(t, x), overflow);
 }
 
 }  // namespace detail
@@ -90,16 +104,23 @@ ATTNDEV_HD inline double apply_overflow(const FormatTraits& t, double r, Overflo
 // Rounds x to the nearest value of format f, ties to even. Subnormals of the target are produced
 // (never flushed), NaN stays NaN, signed zero keeps its sign. Infinite x stays infinite in formats
 // with inf; saturate clamps it to +-max finite like cvt.satfinite; in e4m3 otherwise it is NaN.
+// Formats without inf and NaN (fp6, fp4, int8, int4) saturate whatever the rule, and keep a NaN
+// input a NaN (they cannot hold it; a quantizer counts it). Unsigned formats (e8m0, ue4m3) give
+// NaN for a negative value; e8m0 has no zero (detail::round_e8m0). Integer results are never -0.
 ATTNDEV_HD inline double round_to(Format f, double x, Overflow overflow) {
   if (f == Format::fp64) return x;
   const FormatTraits t = traits(f);
   if (x != x) return x;
+  if (t.kind == FormatKind::scale) return detail::round_e8m0(t, x, overflow);
+  if (!t.has_sign && copysign(1.0, x) < 0.0) return x == 0.0 ? 0.0 : NAN;
   const double a = fabs(x);
   if (a == INFINITY) {
-    if (overflow == Overflow::saturate) return copysign(t.max_finite, x);
+    if (overflow == Overflow::saturate || (!t.has_inf && !t.has_nan))
+      return copysign(t.max_finite, x);
     return t.has_inf ? x : NAN;
   }
   const double r = detail::apply_overflow(t, detail::round_magnitude(t, a), overflow);
+  if (t.kind == FormatKind::integer && r == 0.0) return 0.0;
   return r != r ? r : copysign(r, x);
 }
 

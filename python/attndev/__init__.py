@@ -311,6 +311,48 @@ def write_safetensors(path, tensors, dtype=None, metadata=None):
     _native().write_safetensors(os.fspath(path), names, dtypes, shapes, values, meta)
 
 
+# ---- Quantization (python/src/quantize.cpp; docs/python.md, "Quantization") ----------------------
+__all__ += ["quantize", "quant_schemes"]
+
+
+def quantize(x, scheme):
+    """Quantize x by a named scheme (``quant_schemes()``) and return ``(dequantized, scales)``.
+
+    x is read along its last axis (blocks of 32 for ``mxfp8-e4m3``, 16 for ``nvfp4``, ...); token
+    schemes (``int8-per-block-128``, ``int8-per-thread-q``, ...) group rows of each matrix
+    x[..., :, :] as SageAttention groups tokens. ``dequantized`` is float64 with x's shape: element
+    x block scale x tensor scale, exact. ``scales``: one per block, shaped x.shape[:-1] +
+    (blocks per row,) for last-axis schemes, x.shape[:-2] + (groups per matrix,) for token
+    schemes, (1,) for ``fp8-e4m3-per-tensor``. An all-zero block gives zeros.
+    """
+    torch_in = _is_torch(x)
+    a = _as_float64(x, "x")
+    if a.ndim == 0:
+        raise _native().Error("x: a scalar; quantize needs at least one axis")
+    shape = a.shape
+    m = a.reshape(1, 1, shape[0]) if a.ndim == 1 else a.reshape(-1, shape[-2], shape[-1])
+    deq, scales, info = _native().quantize(np.ascontiguousarray(m), scheme)
+    deq = deq.reshape(shape)
+    per_matrix = info["groups_per_matrix"]
+    if info["granularity"] == "per-tensor":
+        scales = scales.reshape(1)
+    elif info["granularity"] == "row-groups":
+        scales = scales.reshape(shape[:-1] + (per_matrix // (shape[-2] if a.ndim > 1 else 1),))
+    elif info["granularity"] == "per-token":
+        scales = scales.reshape(shape[:-1])
+    else:
+        scales = scales.reshape(shape[:-2] + (per_matrix,))
+    if torch_in:
+        import torch
+        return torch.from_numpy(deq), torch.from_numpy(scales)
+    return deq, scales
+
+
+def quant_schemes():
+    """The schemes ``quantize`` knows: name, description, whether they group tokens, block."""
+    return [dict(s) for s in _native().quant_schemes()]
+
+
 # ---- The tensor cores' arithmetic (docs/numerics.md, "Tensor cores"; docs/python.md) ----
 
 def mma(a, b, c, arch="sm90", input="bf16", instruction="mma", output="fp32"):

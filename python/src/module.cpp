@@ -50,6 +50,8 @@
 
 namespace attndev::python {
 
+void register_quantize(nb::module_& m);  // quantize.cpp
+
 namespace {
 
 // The variant as `attndev point` builds it: experiment::variant_from_parts, so that the same
@@ -113,6 +115,7 @@ nb::dict deviation_dict(const metrics::Deviation& d) {
   out["std_abs"] = d.std_abs;
   out["rmse"] = d.rmse;
   out["rel_l2"] = d.rel_l2;
+  out["rel_l1"] = d.rel_l1;
   out["max_rel"] = d.max_rel;
   out["max_rel_floor"] = d.max_rel_floor;
   out["cos_sim"] = d.cos_sim;
@@ -283,6 +286,7 @@ NB_MODULE(_core, m) {
   m.def("presets", &presets_list);
   m.def("algorithms", &algorithms_list);
   m.def("policy_formats", &policy_formats, nb::arg("policy"));
+  register_quantize(m);
   register_mma(m);
   register_tools(m);
 }

@@ -107,9 +107,11 @@ TEST_CASE("random custom policies round-trip through JSON", "[policy_json]") {
     CHECK(parse_ok(j) == p);
     CHECK(parse_ok(json::parse(j.dump())) == p);  // through text, as a config file carries it
     const json stages = config::policy_stages_json(p);
-    // 7 stages, fma, fp8_overflow, model; softmax only where it is not FA-2's (so the stages of
-    // every policy without it are what they were before the key existed).
-    CHECK(stages.size() == (p.softmax == numerics::SoftmaxForm::fa2 ? 10u : 11u));
+    // 7 stages, fma, fp8_overflow, model; softmax only where it is not FA-2's and mma only with
+    // a tensor-core model (so the stages of every policy without them are what they were before
+    // the keys existed; the quant-fp16-sm* presets carry mma).
+    CHECK(stages.size() ==
+          10u + (p.softmax != numerics::SoftmaxForm::fa2) + (p.mma != numerics::mma::Arch::none));
     CHECK(parse_ok(stages) == p);  // the spelled-out form is a valid policy object too
   }
   CHECK(custom > 1000);

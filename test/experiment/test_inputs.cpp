@@ -46,10 +46,15 @@ TEST_CASE("parse_distribution accepts the documented forms and round-trips descr
   CHECK(
       (d.kind == Distribution::Kind::outlier && d.outlier_std == 10.0 && d.outlier_prob == 0.001));
   CHECK(d.describe() == "outlier(std=10,p=0.001)");
+  d = parse_ok("channel(1,5)");
+  CHECK((d.kind == Distribution::Kind::channel && d.a == 1.0 && d.b == 5.0));
+  CHECK(d.describe() == "channel(std=1,bias=5)");
+  CHECK(parse_ok("channel").describe() == "channel(std=1,bias=5)");
+  CHECK(parse_ok("channel(bias=0)").b == 0.0);
   CHECK(parse_ok("normal(0,1)").describe() == "normal(0,1)");
   CHECK(parse_ok("uniform(-1,1)").describe() == "uniform(-1,1)");
-  for (const char* text :
-       {"normal(0.1,0.30000000000000004)", "uniform(-1e-300,2.5)", "outlier(std=7.25,p=1e-05)"}) {
+  for (const char* text : {"normal(0.1,0.30000000000000004)", "uniform(-1e-300,2.5)",
+                           "outlier(std=7.25,p=1e-05)", "channel(std=0.5,bias=3)"}) {
     const Distribution a = parse_ok(text);
     const Distribution b = parse_ok(a.describe().c_str());
     CHECK(a.describe() == b.describe());

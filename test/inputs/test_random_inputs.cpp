@@ -172,6 +172,37 @@ TEST_CASE("outlier = N(0,1) + N(0,s^2) * Bernoulli(p)", "[inputs][stats]") {
   CHECK(defaults.outlier_prob == 0.001);
 }
 
+TEST_CASE(
+    "channel = N(0, std^2) + bias * c_col in Q and K, one c_col per column shared by the rows",
+    "[inputs][stats]") {
+  const std::uint64_t seed = 5;
+  const Distribution d{Distribution::Kind::channel, 0.5, 4.0};
+  const Distribution normal = Distribution::normal(0.0, 1.0);
+  // x - 0.5 N(0,1) at the same coordinate is the column's bias: one value down each column,
+  // different across columns, heads and tensors.
+  auto bias = [&](TensorId t, int h, int row, int col) {
+    return inputs::sample(d, seed, t, 0, h, row, col) -
+           0.5 * inputs::sample(normal, seed, t, 0, h, row, col);
+  };
+  double sum = 0, sum_sq = 0;
+  for (int col = 0; col < 256; ++col) {
+    const double c = bias(TensorId::k, 0, 0, col);
+    for (int row : {1, 17, 300}) CHECK(std::fabs(bias(TensorId::k, 0, row, col) - c) < 1e-12);
+    CHECK(c != bias(TensorId::q, 0, 0, col));
+    CHECK(c != bias(TensorId::k, 1, 0, col));
+    sum += c;
+    sum_sq += c * c;
+  }
+  // V carries no bias: it is the plain N(0, std^2) at every coordinate.
+  for (int col = 0; col < 8; ++col)
+    CHECK(inputs::sample(d, seed, TensorId::v, 0, 0, 3, col) ==
+          0.5 * inputs::sample(normal, seed, TensorId::v, 0, 0, 3, col));
+  // The biases are N(0, 16): over 256 columns the sample variance is within 30% of it.
+  const double var = sum_sq / 256 - (sum / 256) * (sum / 256);
+  INFO("variance of the channel biases " << var);
+  CHECK(std::fabs(var - 16.0) < 0.3 * 16.0);
+}
+
 TEST_CASE("elements are uncorrelated across tensors and neighbours", "[inputs][stats]") {
   const std::uint64_t seed = 14;
   CAPTURE(seed);

@@ -20,23 +20,44 @@
 
 namespace attndev::numerics::testing {
 
-// One oracle rounding. overflow follows the Overflow contract in format.hpp.
+// e8m0: the two powers of two around x, the nearer one; a tie goes to the one whose biased
+// exponent (its encoding) is even. Nothing below 2^-127 exists, so smaller values (and +0) give it.
+inline double oracle_round_e8m0(const FormatTraits& t, double x, Overflow overflow) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (std::isnan(x) || std::signbit(x)) return nan;
+  if (std::isinf(x)) return overflow == Overflow::saturate ? t.max_finite : nan;
+  if (x <= std::ldexp(1.0, -127)) return std::ldexp(1.0, -127);
+  int e2 = 0;
+  std::frexp(x, &e2);
+  const double lo = std::ldexp(1.0, e2 - 1), hi = std::ldexp(1.0, e2);
+  const double mid = lo * 1.5;
+  double r = x < mid ? lo : x > mid ? hi : ((e2 - 1 + 127) % 2 == 0 ? lo : hi);
+  if (x == lo) r = lo;
+  if (r > t.max_finite) return overflow == Overflow::saturate ? t.max_finite : nan;
+  return r;
+}
+
+// One oracle rounding. overflow follows the Overflow contract in format.hpp (formats without inf
+// and NaN saturate whatever the rule; unsigned formats have no negative values).
 inline double oracle_round(Format f, double x, Overflow overflow) {
   const FormatTraits t = traits(f);
   if (f == Format::fp64 || std::isnan(x)) return x;
+  if (t.kind == FormatKind::scale) return oracle_round_e8m0(t, x, overflow);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
+  if (!t.has_sign && std::signbit(x)) return x == 0.0 ? 0.0 : nan;
+  const bool saturates = overflow == Overflow::saturate || (!t.has_inf && !t.has_nan);
   auto overflowed = [&]() {
-    if (overflow == Overflow::saturate) return std::copysign(t.max_finite, x);
+    if (saturates) return std::copysign(t.max_finite, x);
     if (overflow == Overflow::to_inf && t.has_inf) return std::copysign(inf, x);
     return nan;
   };
   if (std::isinf(x)) {
-    if (overflow == Overflow::saturate) return std::copysign(t.max_finite, x);
+    if (saturates) return std::copysign(t.max_finite, x);
     return t.has_inf ? x : nan;
   }
   const double a = std::fabs(x);
-  if (a == 0.0) return x;
+  if (a == 0.0) return t.kind == FormatKind::integer ? 0.0 : x;
   int e2 = 0;
   std::frexp(a, &e2);  // a in [2^(e2-1), 2^e2)
   const int binade = std::max(e2 - 1, t.min_exponent);
@@ -55,6 +76,7 @@ inline double oracle_round(Format f, double x, Overflow overflow) {
     r = std::fmod(units, 2.0) == 0.0 ? lo : hi;
   }
   if (r > t.max_finite) return overflowed();
+  if (t.kind == FormatKind::integer && r == 0.0) return 0.0;
   return std::copysign(r, x);
 }
 

@@ -20,6 +20,7 @@ const std::vector<std::string>& result_columns() {
     c.emplace_back("ratio_to");
     for (std::string_view m : kRatioMetrics) c.push_back("ratio_" + std::string(m));
     for (std::string_view m : kReferenceColumns) c.emplace_back(m);
+    for (std::string_view m : kQuantColumns) c.emplace_back(m);
     c.emplace_back("runtime_ms");
     c.emplace_back("gflops");
     c.emplace_back("tflops");
@@ -61,6 +62,7 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
     row["std_abs"] = io::number_json(d->std_abs);
     row["rmse"] = io::number_json(d->rmse);
     row["rel_l2"] = io::number_json(d->rel_l2);
+    row["rel_l1"] = io::number_json(d->rel_l1);
     row["max_rel"] = io::number_json(d->max_rel);
     row["cos_sim"] = io::number_json(d->cos_sim);
     row["nan_count"] = d->nan_count;
@@ -76,6 +78,18 @@ Json make_row(const Point& point, const Variant& variant, const VariantOutcome& 
     row["max_ulp"] = reference->measured.ulps.max_ulp;
     row["mean_ulp"] = io::number_json(reference->measured.ulps.mean_ulp);
     row["ulp_histogram"] = reference->measured.ulps.histogram_text();
+  }
+  if (outcome.status.is_ok() && !outcome.output.quant.empty()) {
+    std::size_t zero = 0, nonfinite = 0;
+    for (const attention::QuantStageReport& q : outcome.output.quant) {
+      const double share = q.elements > 0 ? static_cast<double>(q.saturated) / q.elements : 0.0;
+      row["saturated_" + q.stage] = io::number_json(share);
+      row["quant_err_" + q.stage] = io::number_json(q.rel_rmse);
+      zero += q.zero_scales;
+      nonfinite += q.nonfinite_scales;
+    }
+    row["zero_scales"] = zero;
+    row["nonfinite_scales"] = nonfinite;
   }
   const double flops = point_flops(point);
   if (outcome.status.is_ok()) {

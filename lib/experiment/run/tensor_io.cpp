@@ -47,9 +47,16 @@ io::DType storage_dtype(numerics::Format format) {
     case numerics::Format::tf32:
     case numerics::Format::fp8_e4m3:
     case numerics::Format::fp8_e5m2:
+    case numerics::Format::fp6_e2m3:
+    case numerics::Format::fp6_e3m2:
+    case numerics::Format::fp4_e2m1:
+    case numerics::Format::e8m0:
+    case numerics::Format::ue4m3:
+    case numerics::Format::int8:
+    case numerics::Format::int4:
       break;
   }
-  return io::DType::f32;  // tf32 and fp8 values are exact in fp32
+  return io::DType::f32;  // tf32, fp8 and the quantization formats' values are exact in fp32
 }
 
 void write_inputs_file(const std::filesystem::path& path, const attention::Inputs& inputs,

@@ -75,17 +75,19 @@ VariantOutcome run_variant(const Variant& variant, const attention::Inputs& inpu
   const auto start = std::chrono::steady_clock::now();
   try {
     switch (variant.backend) {
-      case Backend::cpu:
-        // A twin asked for a head dim or a policy its kernel does not have: a skipped row with
-        // the reason, never a failure (attention::unsupported_reason).
-        if (std::string why =
-                attention::unsupported_reason(variant.algorithm, variant.policy, inputs.shape());
-            !why.empty()) {
-          outcome.status = Status::skipped(std::move(why));
+      case Backend::cpu: {
+        // A combination the algorithm cannot run (a recipe on a profile without its
+        // instructions, a head dim its blocks cannot tile) or a twin asked for a head dim or policy
+        // its kernel does not have: a skipped row with the reason, never a failure.
+        const std::string why = attention::unsupported_reason(
+            variant.algorithm, variant.policy, inputs.shape(), options.block_r, options.block_c);
+        if (!why.empty()) {
+          outcome.status = Status::skipped(why);
           return outcome;
         }
         outcome.output = attention::run(variant.algorithm, variant.policy, inputs, options);
         break;
+      }
       case Backend::cuda:
         return run_cuda_variant(variant, inputs, options);
       case Backend::external: {

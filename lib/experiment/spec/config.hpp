@@ -43,12 +43,18 @@ inline constexpr std::string_view kFileShapeAxes[] = {"batch",      "heads",    
                                                       "seq_len_kv", "head_dim", "distribution"};
 
 // Metric columns of every row; `metrics` in a config picks which appear in summary tables.
-inline constexpr std::string_view kDeviationMetrics[] = {"max_abs", "mean_abs",  "std_abs",
-                                                         "rmse",    "rel_l2",    "max_rel",
-                                                         "cos_sim", "nan_count", "inf_count"};
+inline constexpr std::string_view kDeviationMetrics[] = {
+    "max_abs", "mean_abs", "std_abs", "rmse",      "rel_l2",
+    "rel_l1",  "max_rel",  "cos_sim", "nan_count", "inf_count"};
+// Columns of a quantized recipe's row (attention::QuantStageReport): per quantized stage (q, k,
+// v, p) the share of saturated elements and the stage's own relative RMS quantization error,
+// and the zero and non-finite scales of all stages.
+inline constexpr std::string_view kQuantColumns[] = {
+    "saturated_q", "saturated_k", "saturated_v", "saturated_p", "quant_err_q",
+    "quant_err_k", "quant_err_v", "quant_err_p", "zero_scales", "nonfinite_scales"};
 // Metrics that also get a ratio_<name> column (variant / its baseline on the same point).
-inline constexpr std::string_view kRatioMetrics[] = {"max_abs", "mean_abs", "std_abs",
-                                                     "rmse",    "rel_l2",   "max_rel"};
+inline constexpr std::string_view kRatioMetrics[] = {"max_abs", "mean_abs", "std_abs", "rmse",
+                                                     "rel_l2",  "rel_l1",   "max_rel"};
 // Columns of a row whose variant has a reference variant (`reference`): the difference of the
 // two outputs and how many elements are bit-identical / how many ulps apart (output format).
 inline constexpr std::string_view kReferenceColumns[] = {
@@ -59,6 +65,7 @@ inline constexpr std::string_view kSelectableMetrics[] = {"max_abs",
                                                           "std_abs",
                                                           "rmse",
                                                           "rel_l2",
+                                                          "rel_l1",
                                                           "max_rel",
                                                           "cos_sim",
                                                           "nan_count",
@@ -69,7 +76,16 @@ inline constexpr std::string_view kSelectableMetrics[] = {"max_abs",
                                                           "ratio_std_abs",
                                                           "ratio_rmse",
                                                           "ratio_rel_l2",
+                                                          "ratio_rel_l1",
                                                           "ratio_max_rel",
+                                                          "saturated_q",
+                                                          "saturated_k",
+                                                          "saturated_v",
+                                                          "saturated_p",
+                                                          "quant_err_q",
+                                                          "quant_err_k",
+                                                          "quant_err_v",
+                                                          "quant_err_p",
                                                           "ref_max_abs",
                                                           "ref_mean_abs",
                                                           "identical_fraction",

@@ -31,9 +31,10 @@ constexpr KindSpec kKinds[] = {
     {"normal", Distribution::Kind::normal, {"mean", "std"}, "normal(mean,std)"},
     {"uniform", Distribution::Kind::uniform, {"lo", "hi"}, "uniform(lo,hi)"},
     {"outlier", Distribution::Kind::outlier, {"std", "p"}, "outlier(std,p)"},
+    {"channel", Distribution::Kind::channel, {"std", "bias"}, "channel(std,bias)"},
 };
 
-constexpr std::string_view kKindNames[] = {"normal", "uniform", "outlier"};
+constexpr std::string_view kKindNames[] = {"normal", "uniform", "outlier", "channel"};
 
 std::string valid_forms() {
   std::string s;
@@ -66,6 +67,10 @@ std::string check_values(const Distribution& d) {
         return "std (of the outliers) must be finite and >= 0";
       if (!(d.outlier_prob >= 0 && d.outlier_prob <= 1)) return "p must be in [0, 1]";
       break;
+    case Distribution::Kind::channel:
+      if (!std::isfinite(d.a) || !(d.a > 0)) return "std (of the tokens) must be finite and > 0";
+      if (!std::isfinite(d.b) || d.b < 0) return "bias (the channels' std) must be finite and >= 0";
+      break;
   }
   return {};
 }
@@ -91,6 +96,7 @@ bool parse_distribution(std::string_view text, Distribution& out, std::string& e
   }
   Distribution d;
   d.kind = spec->kind;  // defaults: normal(0,1), uniform(0,1), outlier(std=10,p=0.001)
+  if (d.kind == Distribution::Kind::channel) d.a = 1.0, d.b = 5.0;  // channel(std=1,bias=5)
   if (open != std::string_view::npos) {
     if (whole.back() != ')') {
       error = quoted + "expected ')' at the end, as in " + std::string(spec->usage);
