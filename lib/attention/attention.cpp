@@ -151,6 +151,18 @@ const char* algorithm_description(Algorithm a) {
              "aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernel_forward.h): K/V "
              "forward, scores times scale then log2(e), per-warp partial sums, alpha/beta "
              "epilogue; kernel-bf16/fp16, tensor cores from \"mma\"";
+    // The quantized recipes describe themselves (quant_recipes.cpp's table).
+    case Algorithm::fa3_fp8:
+    case Algorithm::fa3_fp8_paper:
+    case Algorithm::fa3_fp8_paper_per_tensor:
+    case Algorithm::fa3_fp8_paper_no_hadamard:
+    case Algorithm::sage1:
+    case Algorithm::sage2_8b:
+    case Algorithm::sage2_4b:
+    case Algorithm::sage2pp:
+    case Algorithm::sage3:
+    case Algorithm::mxfp8:
+      break;
   }
   if (const quant::RecipeSpec* r = quant::find_recipe(a)) return r->description;
   return "?";

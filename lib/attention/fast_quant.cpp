@@ -54,9 +54,6 @@ constexpr int kMxBlock = 32, kNvBlock = 16, kLanes = tc_lanes::kLanes;
 // SageAttention3's P scaling, as quant_attention.cpp: P in [0, 448 * 6].
 constexpr double kSage3PMax = 448.0 * 6.0;
 
-inline float f32(double x) {
-  return static_cast<float>(x);
-}
 bool is_block_scaled(OperandKind k) {
   return k == OperandKind::mxfp8 || k == OperandKind::nvfp4;
 }

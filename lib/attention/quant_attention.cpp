@@ -63,10 +63,6 @@ constexpr int kMxBlock = 32, kNvBlock = 16, kNvInstructionK = 64;
 // reading of how a group sum's exponent is taken: floor(log2 |sum|)).
 constexpr int kNvf4FracBits = 35;
 
-inline float f32(double x) {
-  return static_cast<float>(x);
-}
-
 // sum_j a[j sa] b[j sb] + c as an FMA chain in fp32 (or each step rounded to fp16: an fp16
 // accumulator), in j order. The mma-less profile.
 double fma_chain(const double* a, std::ptrdiff_t sa, const double* b, std::ptrdiff_t sb, int n,

@@ -16,6 +16,12 @@
 
 namespace attndev::attention::detail {
 
+// A double holding an fp32 value (or to be rounded to one) as float: one IEEE conversion, exact
+// for fp32 values. Shared by the recipes' units (one definition, also in a unity batch).
+inline float f32(double x) {
+  return static_cast<float>(x);
+}
+
 struct QuantProblem {
   const Problem* p = nullptr;
   const quant::RecipeSpec* recipe = nullptr;

@@ -26,10 +26,6 @@ constexpr int kSmoothQBlock = 128;
 // SageAttention 1 multiplies sm_scale by this constant in Python before the fp32 quantizer.
 constexpr double kSageLog2e = 1.44269504;
 
-inline float f32(double x) {
-  return static_cast<float>(x);
-}
-
 void subtract_token_mean(Tensor& k, Format input, bool stored) {
   for (int b = 0; b < k.batch; ++b)
     for (int h = 0; h < k.heads; ++h)

@@ -261,9 +261,9 @@ Selection select(Kernel kernel, const numerics::PrecisionPolicy& p, const attent
 // and the Fp8Dequant hook on the device. What the device does not carry is refused here with the
 // reason (`return refuse("...")`), so that the answer and the launch cannot disagree, and a run
 // that names such a variant is refused before anything runs, never run some other way: today the
-// tensor-core profiles ("mma") and the twins of the CUDA kernels (lib/attention/twins), both host
-// code. A policy field or algorithm joins the device path by being ATTNDEV_HD and read inside the
-// row functions, and by leaving this list.
+// tensor-core profiles ("mma"), the twins of the CUDA kernels (lib/attention/twins) and the
+// quantized recipes, all host code. A policy field or algorithm joins the device path by being
+// ATTNDEV_HD and read inside the row functions, and by leaving this list.
 template <class Visit>
 Selection select_twin(attention::Algorithm algorithm, const numerics::PrecisionPolicy& p,
                       const attention::Shape& /*shape*/, const attention::Options& /*options*/,
@@ -309,6 +309,19 @@ Selection select_twin(attention::Algorithm algorithm, const numerics::PrecisionP
     case Algorithm::fa2_cuda_unfused:
     case Algorithm::mem_efficient:
       return refuse("the twins of the CUDA kernels (lib/attention/twins) run on the host only");
+    // The quantized recipes (lib/attention/quant_recipes.hpp): their quantizers and their
+    // dot-adds on the tensor-core profiles are host code.
+    case Algorithm::fa3_fp8:
+    case Algorithm::fa3_fp8_paper:
+    case Algorithm::fa3_fp8_paper_per_tensor:
+    case Algorithm::fa3_fp8_paper_no_hadamard:
+    case Algorithm::sage1:
+    case Algorithm::sage2_8b:
+    case Algorithm::sage2_4b:
+    case Algorithm::sage2pp:
+    case Algorithm::sage3:
+    case Algorithm::mxfp8:
+      return refuse("the quantized recipes (lib/attention/quant_recipes.hpp) run on the host only");
   }
   return refuse("unknown algorithm");
 }

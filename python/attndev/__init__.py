@@ -222,7 +222,9 @@ def algorithms():
 
 
 def formats():
-    """The number formats ``round`` and the policies know (``attndev list formats``)."""
+    """Every number format ``round`` knows, as ``attndev list formats`` lists them: the policies'
+    stage formats (fp64 ... fp8-e5m2) first, then the quantization formats (fp6, fp4, e8m0, ue4m3,
+    int8, int4), which only the quantized recipes and ``quantize`` use."""
     return _native().formats()
 
 

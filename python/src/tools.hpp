@@ -122,7 +122,7 @@ inline std::string did_you_mean(const std::string& word, const std::vector<std::
 
 inline nb::list formats() {
   nb::list out;
-  for (numerics::Format f : numerics::kAllFormats) out.append(numerics::format_name(f));
+  for (numerics::Format f : numerics::kEveryFormat) out.append(numerics::format_name(f));
   return out;
 }
 

@@ -328,8 +328,8 @@ TEST_CASE("fp8 twins on the device path equal attention::run bit for bit", "[cud
 TEST_CASE("select_twin runs the emulator's algorithms and refuses what is host code, with a reason",
           "[cuda]") {
   // Every algorithm of the emulator's own (baseline, flash1, flash2, the fp8 ones) under every
-  // preset; the twins of the CUDA kernels and the tensor-core profiles are refused, saying how to
-  // run them on the CPU. The visitor runs exactly when the answer is yes.
+  // preset; the twins of the CUDA kernels, the quantized recipes and the tensor-core profiles are
+  // refused, saying how to run them on the CPU. The visitor runs exactly when the answer is yes.
   const attention::Shape shape{1, 1, 64, 64, 64};
   int supported = 0, refused = 0;
   for (const numerics::PolicyPreset& preset : numerics::kPolicyPresets)
@@ -337,13 +337,14 @@ TEST_CASE("select_twin runs the emulator's algorithms and refuses what is host c
       for (Algorithm a : attention::kEveryAlgorithm) {
         numerics::PrecisionPolicy policy = preset.policy;
         policy.mma = arch;
-        INFO(attention::algorithm_name(a) << " " << preset.name << " mma "
-                                          << static_cast<int>(arch));
+        INFO(attention::algorithm_name(a)
+             << " " << preset.name << " mma " << static_cast<int>(arch));
         int visits = 0;
         const cuda::Selection sel =
             cuda::select_twin(a, policy, shape, {}, [&](auto) { ++visits; });
-        const bool expected =
-            !attention::is_twin_algorithm(a) && arch == numerics::mma::Arch::none;
+        const bool expected = !attention::is_twin_algorithm(a) &&
+                              !attention::is_quant_algorithm(a) &&
+                              arch == numerics::mma::Arch::none;
         CHECK(sel.supported == expected);
         CHECK(visits == (sel.supported ? 1 : 0));
         if (!sel.supported) {

@@ -62,8 +62,10 @@ std::string chosen(Kernel k, const numerics::PrecisionPolicy& p, attention::Shap
 TEST_CASE("faithful kernels accept every preset policy and any tile", "[cuda][dispatch]") {
   int checked = 0, emulator_only = 0;
   for (const numerics::PolicyPreset& pp : numerics::kPolicyPresets) {
-    // PyTorch's CPU flash kernel's softmax form (torch-cpu-flash-*) runs on the emulator only.
-    if (pp.policy.softmax != numerics::SoftmaxForm::fa2) {
+    // PyTorch's CPU flash kernel's softmax form (torch-cpu-flash-*) and the tensor-core models
+    // (quant-fp16-sm*: "mma") run on the emulator only.
+    if (pp.policy.softmax != numerics::SoftmaxForm::fa2 ||
+        pp.policy.mma != numerics::mma::Arch::none) {
       const attention::Shape s{1, 1, 113, 75, 33};
       CHECK_THAT(chosen(Kernel::flash2, pp.policy, s, tiles(64, 64)),
                  Catch::StartsWith("unsupported: ") && Catch::Contains("emulator"));
@@ -79,14 +81,15 @@ TEST_CASE("faithful kernels accept every preset policy and any tile", "[cuda][di
       checked += (f2 == "faithful:flash2") + (f1 == "faithful:flash1");  // accepted ones only
     }
   }
-  // Every torch-cpu-flash-* preset (AVX2 and AVX-512 builds, bf16 and fp16), no other.
-  const auto torch_cpu = std::count_if(
+  // Every torch-cpu-flash-* preset (AVX2 and AVX-512 builds, bf16 and fp16) and every preset with
+  // a tensor-core profile, no other.
+  const auto emulator_presets = std::count_if(
       std::begin(numerics::kPolicyPresets), std::end(numerics::kPolicyPresets),
       [](const numerics::PolicyPreset& pp) {
-        return pp.name.starts_with("torch-cpu-flash-");
+        return pp.name.starts_with("torch-cpu-flash-") || pp.name.starts_with("quant-fp16-sm");
       });
-  CHECK(torch_cpu >= 2);
-  CHECK(emulator_only == torch_cpu);
+  CHECK(emulator_presets >= 5);
+  CHECK(emulator_only == emulator_presets);
   CHECK(checked == 2 * 4 * (static_cast<int>(std::size(numerics::kPolicyPresets)) - emulator_only));
 }
 

@@ -40,11 +40,14 @@ std::string script() {
   return std::string(ATTNDEV_SOURCE_DIR) + "/scripts/external/numpy_attention.py";
 }
 
-// A variant object running the numpy script with extra arguments.
+// A variant object running the numpy script with extra arguments, exchanging fp32 unless `extra`
+// names its own "format" (a key twice in one object is refused: io/json_strict).
 std::string numpy_variant(const std::string& name, const std::string& args,
                           const std::string& extra = "") {
-  return R"({"name": ")" + name + R"(", "format": "fp32", "external": ")" + g_python + " " +
-         script() + " {inputs} {output} " + args + "\"" + (extra.empty() ? "" : ", " + extra) + "}";
+  const bool own_format = extra.find("\"format\"") != std::string::npos;
+  return R"({"name": ")" + name + "\"" + (own_format ? "" : R"(, "format": "fp32")") +
+         R"(, "external": ")" + g_python + " " + script() + " {inputs} {output} " + args + "\"" +
+         (extra.empty() ? "" : ", " + extra) + "}";
 }
 
 }  // namespace

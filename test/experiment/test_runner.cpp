@@ -307,7 +307,7 @@ TEST_CASE("an external variant's dump records its exchange format, not a policy 
                                 "format": "bf16"})"),
       "variants[0]");
   const fs::path dir = temp_dir("dump_external");
-  attndev::experiment::DumpWriter writer{dir, {}};
+  attndev::experiment::DumpWriter writer{dir, {}, {}};
   attndev::attention::Tensor o(1, 1, 2, 2);
   writer.variant(external, attndev::experiment::Status::ok(), o);
   const auto file = attndev::io::read_safetensors(dir / "ext.safetensors");

@@ -95,7 +95,8 @@ def ref_sage_int8_blocks(x, rows):
             with np.errstate(invalid="ignore", divide="ignore"):
                 y = blk / s if s > 0 else np.zeros_like(blk)
             y = (y + np.where(y >= 0, F32(0.5), F32(-0.5))).astype(F32)
-            out[h, r0:r0 + rows] = np.trunc(y.astype(np.float64)) * np.float64(s)
+            # + 0.0: an integer has no negative zero (trunc(-0.3) is -0.0 in floating point).
+            out[h, r0:r0 + rows] = (np.trunc(y.astype(np.float64)) + 0.0) * np.float64(s)
             s_h.append(np.float64(s))
         scales.append(s_h)
     return out.reshape(x.shape), np.array(scales).reshape(x.shape[:-2] + (len(scales[0]),))

@@ -156,8 +156,10 @@ DevicePart largest(const std::vector<DevicePart>& parts) {
 DevicePeak device_plan_peak(const Config& config, const Plan& plan, std::size_t shard_index,
                             std::size_t shard_count) {
   DevicePeak peak;
+  const std::vector<std::uint32_t> shards =
+      assign_shards(plan, std::max<std::size_t>(shard_count, 1));
   for (const Point& p : plan.points) {
-    if (shard_of(p, std::max<std::size_t>(shard_count, 1)) != shard_index) continue;
+    if (shards[p.index] != shard_index) continue;
     const std::vector<DevicePart> parts = device_parts(config, p);
     if (parts.empty()) continue;
     const DevicePart top = largest(parts);
@@ -173,8 +175,10 @@ std::vector<DeviceMisfit> device_misfits(const Config& config, const Plan& plan,
                                          std::size_t& more) {
   std::vector<DeviceMisfit> out;
   more = 0;
+  const std::vector<std::uint32_t> shards =
+      assign_shards(plan, std::max<std::size_t>(shard_count, 1));
   for (const Point& p : plan.points) {
-    if (shard_of(p, std::max<std::size_t>(shard_count, 1)) != shard_index) continue;
+    if (shards[p.index] != shard_index) continue;
     const std::vector<DevicePart> parts = device_parts(config, p);
     if (parts.empty()) continue;
     const DevicePart top = largest(parts);
