@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "files.hpp"
+#include "build_paths.hpp"
 
 extern char** environ;
 
@@ -58,7 +59,7 @@ inline Child spawn_attndev(const fs::path& dir, const std::vector<std::string>& 
   ++counter;
   c.out = stdout_path.empty() ? dir / ("out." + std::to_string(counter)) : fs::path(stdout_path);
   c.err = dir / ("err." + std::to_string(counter));
-  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  const std::string binary = ATTNDEV_BINARY_DIR + "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
   std::vector<std::string> argv_s = {binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());

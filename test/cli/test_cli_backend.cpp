@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spawn.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

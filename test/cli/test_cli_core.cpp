@@ -17,6 +17,7 @@
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
 #include "spawn.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using attndev::test::slurp;
@@ -38,7 +39,7 @@ RunResult run_attndev(const std::string& args) {
     return d;
   }();
   const fs::path out = dir / "stdout", err = dir / "stderr";
-  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  const std::string binary = ATTNDEV_BINARY_DIR + "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
   const std::string cmd =
       "'" + binary + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
@@ -74,8 +75,8 @@ TEST_CASE("attndev --version names the version, revision and compiler", "[cli]")
 TEST_CASE("attndev --version names the commit the binary was built from", "[cli]") {
   const std::string head_file =
       (fs::temp_directory_path() / ("attndev_head_" + std::to_string(::getpid()))).string();
-  const std::string git =
-      "git -C '" ATTNDEV_SOURCE_DIR "' rev-parse --short=12 HEAD >'" + head_file + "' 2>/dev/null";
+  const std::string git = "git -C '" + ATTNDEV_SOURCE_DIR + "' rev-parse --short=12 HEAD >'" +
+                          head_file + "' 2>/dev/null";
   const bool checkout = std::system(git.c_str()) == 0;
   std::string head = checkout ? slurp(head_file) : "unknown";  // outside git: "unknown"
   fs::remove(head_file);

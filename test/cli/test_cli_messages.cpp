@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spawn.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev::test;
@@ -73,7 +74,7 @@ TEST_CASE("merge and report on a broken manifest name the command that starts ov
 }
 
 TEST_CASE("wdist warns when a pair of tensors differs in shape", "[cli][messages][wdist]") {
-  const std::string data = ATTNDEV_SOURCE_DIR "/test/data/wdist/";
+  const std::string data = ATTNDEV_SOURCE_DIR + "/test/data/wdist/";
   const Result r = run_cli({"wdist", data + "unequal_a.npy", data + "unequal_b.npy"});
   INFO(r.out + r.err);
   CHECK(r.code == 0);

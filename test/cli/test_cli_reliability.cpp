@@ -19,6 +19,7 @@
 
 #include "io/npy.hpp"
 #include "spawn.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -79,7 +80,7 @@ TEST_CASE("JSON nested 100000 deep is refused on every input, never a stack over
     CHECK_THAT(r.err, Catch::Contains("nested deeper than"));
   }
   SECTION("a training config") {
-    const std::string text = slurp(ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json");
+    const std::string text = slurp(ATTNDEV_SOURCE_DIR + "/configs/train/tiny-flash2.json");
     const fs::path cfg =
         write_config("deep_train", "{\"_x\": " + deep + "," + text.substr(text.find('{') + 1));
     const Result r = run_cli({"train", cfg.string(), "-o", (work_dir() / "deep_train").string()});
@@ -186,15 +187,15 @@ TEST_CASE("sizes that overflow or exceed memory exit 2 naming the bytes, before 
   }
   SECTION("train and wdist check before allocating") {
     const fs::path out = work_dir() / "train_mem";
-    const Result t =
-        run_cli({"train", ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json", "-o", out.string()},
-                {"ATTNDEV_MEMORY_LIMIT=1000000"});
+    const Result t = run_cli(
+        {"train", ATTNDEV_SOURCE_DIR + "/configs/train/tiny-flash2.json", "-o", out.string()},
+        {"ATTNDEV_MEMORY_LIMIT=1000000"});
     INFO(t.err);
     CHECK(t.code == 2);
     CHECK_THAT(t.err, Catch::Contains("training run tiny-flash2 needs about"));
     CHECK_FALSE(fs::exists(out));
-    const std::string a = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_a.safetensors";
-    const std::string b = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_b.safetensors";
+    const std::string a = ATTNDEV_SOURCE_DIR + "/test/data/wdist/pair_a.safetensors";
+    const std::string b = ATTNDEV_SOURCE_DIR + "/test/data/wdist/pair_b.safetensors";
     const Result w = run_cli({"wdist", a, b}, {"ATTNDEV_MEMORY_LIMIT=100"});
     INFO(w.err);
     CHECK(w.code == 2);
@@ -390,7 +391,7 @@ namespace {
 // Runs `sh -c SCRIPT` (ATTNDEV in it names the binary); exit code or signal, stderr.
 Result run_shell(const std::string& script) {
   const fs::path err = work_dir() / "shell.err";
-  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  const std::string binary = ATTNDEV_BINARY_DIR + "/apps/attndev/attndev";
   std::string s = script;
   for (std::size_t at; (at = s.find("ATTNDEV")) != std::string::npos;)
     s.replace(at, 7, "'" + binary + "'");
@@ -476,8 +477,8 @@ TEST_CASE(
   SECTION("a table written through a link to a full device is not replaced by a file") {
     fs::create_directories(dir);
     fs::create_symlink("/dev/full", dir / "w1.csv");
-    const std::string a = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_a.safetensors";
-    const std::string b = ATTNDEV_SOURCE_DIR "/test/data/wdist/pair_b.safetensors";
+    const std::string a = ATTNDEV_SOURCE_DIR + "/test/data/wdist/pair_a.safetensors";
+    const std::string b = ATTNDEV_SOURCE_DIR + "/test/data/wdist/pair_b.safetensors";
     const Result r = run_cli({"wdist", a, b, "--csv", (dir / "w1.csv").string()});
     INFO(r.err);
     CHECK(r.code == 1);

@@ -15,6 +15,7 @@
 #include "experiment/spec/plan.hpp"
 #include "train/train_config.hpp"
 #include "files.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using attndev::test::slurp;

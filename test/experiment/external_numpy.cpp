@@ -22,6 +22,7 @@
 #include "experiment/results/result_row.hpp"
 #include "experiment/runner.hpp"
 #include "io/atomic_file.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev;

@@ -22,6 +22,7 @@
 #include "experiment/external_helpers.hpp"
 #include "experiment/spec/plan.hpp"
 #include "experiment/runner.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev;

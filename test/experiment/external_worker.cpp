@@ -22,6 +22,7 @@
 #include "experiment/runner.hpp"
 #include "experiment/spec/config.hpp"
 #include "experiment/spec/plan.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace attndev;

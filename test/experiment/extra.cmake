@@ -14,8 +14,6 @@ foreach(t external_numpy external_torch_framework external_worker)
                         nlohmann_json::nlohmann_json)
   target_include_directories(experiment_${t} PRIVATE ${PROJECT_SOURCE_DIR}/lib
                              ${PROJECT_SOURCE_DIR}/test)
-  target_compile_definitions(experiment_${t} PRIVATE ATTNDEV_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-                             ATTNDEV_BINARY_DIR="${PROJECT_BINARY_DIR}")
   attndev_test_optimization(experiment_${t} experiment)
   add_test(NAME experiment_${t} COMMAND experiment_${t})
   set_tests_properties(experiment_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

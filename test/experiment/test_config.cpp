@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiment/spec/config.hpp"
+#include "build_paths.hpp"
 
 using namespace attndev::experiment;
 
@@ -399,7 +400,7 @@ TEST_CASE("Golden et al. Fig. 3 compares each flash variant with the baseline of
           "[config][papers]") {
   // The figure plots max |O_flash - O_baseline| at each format: each flash variant's reference
   // (the ref_max_abs column) must be the baseline variant of the same format, not the golden.
-  std::ifstream in(ATTNDEV_SOURCE_DIR "/configs/paper/golden2024-fig3-formats.json");
+  std::ifstream in(ATTNDEV_SOURCE_DIR + "/configs/paper/golden2024-fig3-formats.json");
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/tensor_file.hpp"
+#include "build_paths.hpp"
 
 namespace attndev::test {
 

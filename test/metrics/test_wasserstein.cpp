@@ -11,6 +11,7 @@
 
 #include "io/tensor_file.hpp"
 #include "metrics/wasserstein.hpp"
+#include "build_paths.hpp"
 
 namespace {
 

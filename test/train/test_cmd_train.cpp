@@ -19,6 +19,7 @@
 #include "io/csv.hpp"
 #include "io/safetensors.hpp"
 #include "files.hpp"
+#include "build_paths.hpp"
 
 namespace fs = std::filesystem;
 using attndev::test::slurp;
@@ -39,7 +40,7 @@ const fs::path& scratch() {
 
 Result run_attndev(const std::string& args) {
   fs::create_directories(scratch());
-  const std::string binary = ATTNDEV_BINARY_DIR "/apps/attndev/attndev";
+  const std::string binary = ATTNDEV_BINARY_DIR + "/apps/attndev/attndev";
   REQUIRE(fs::exists(binary));
   const fs::path err = scratch() / "stderr";
   const fs::path out = scratch() / "stdout";
@@ -50,7 +51,7 @@ Result run_attndev(const std::string& args) {
   return {WEXITSTATUS(status), slurp(err), slurp(out)};
 }
 
-const std::string kStudy = ATTNDEV_SOURCE_DIR "/configs/paper/golden2024-fig7-8-weights.json";
+const std::string kStudy = ATTNDEV_SOURCE_DIR + "/configs/paper/golden2024-fig7-8-weights.json";
 
 }  // namespace
 
@@ -117,7 +118,7 @@ TEST_CASE("attndev train --capture writes each layer's Q, K, V beside in_model.c
   const fs::path out = scratch() / "capture";
   fs::remove_all(out);
   const bool have_corpus = fs::exists("/usr/share/games/fortunes/fortunes");
-  const Result r = run_attndev("train '" ATTNDEV_SOURCE_DIR
+  const Result r = run_attndev("train '" + ATTNDEV_SOURCE_DIR +
                                "/configs/train/in-model-bf16.json' "
                                "--steps 3 --capture 0,2 -j 2 -o '" +
                                out.string() + "'" +
@@ -226,7 +227,7 @@ TEST_CASE("attndev train rejects bad input with exit 2 and writes nothing", "[tr
   // A text shorter than one training window used to fail after creating the folder, exit 1.
   const fs::path short_text = scratch() / "short.txt";
   std::ofstream(short_text) << "hello world";
-  r = run_attndev("train '" ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json' --text '" +
+  r = run_attndev("train '" + ATTNDEV_SOURCE_DIR + "/configs/train/tiny-flash2.json' --text '" +
                   short_text.string() + "' -o '" + out.string() + "'");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("has 11 characters") &&
@@ -241,7 +242,7 @@ TEST_CASE("attndev train fails with exit 1 when nothing was trained or the loss 
   // overflows every step skipped every update and still reported success.
   fs::create_directories(scratch());
   nlohmann::json base =
-      nlohmann::json::parse(slurp(ATTNDEV_SOURCE_DIR "/configs/train/tiny-flash2.json"));
+      nlohmann::json::parse(slurp(ATTNDEV_SOURCE_DIR + "/configs/train/tiny-flash2.json"));
   base["precision"] = "fp16";
   base["attention"]["policy"] = "kernel-fp16";
   base["model"] = {

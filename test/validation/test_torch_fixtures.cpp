@@ -40,6 +40,7 @@
 #include "io/safetensors.hpp"
 #include "numerics/format.hpp"
 #include "numerics/policy.hpp"
+#include "build_paths.hpp"
 
 namespace torch_fixtures {
 
