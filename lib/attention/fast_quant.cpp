@@ -216,8 +216,17 @@ void score_form(const Shared& f, const QuantContext& c, int i, int j0, int n, fl
       for (int j = 0; j < n; ++j) s[j] = s[j] * (sqi * sk[j]);
       break;
     case ScoreForm::folded:
-      for (int j = 0; j < n; ++j) e[j] = sl2 * (sqi * sk[j]);
-      [[fallthrough]];
+      // quant_attention.cpp's scores(): dS joins the dequantized scores, not the integer dot.
+      for (int j = 0; j < n; ++j) {
+        const float qk = sqi * sk[j];
+        if (dsr && dsr[j] != 0.0) {
+          s[j] = s[j] * qk + f32(dsr[j]);
+          e[j] = sl2;
+        } else {
+          e[j] = sl2 * qk;
+        }
+      }
+      break;
     case ScoreForm::block_scaled:
       if (dsr)
         for (int j = 0; j < n; ++j) s[j] = dsr[j] == 0.0 ? s[j] : s[j] + f32(dsr[j]);

@@ -9,7 +9,8 @@
 //   scores   s_j = the QK^T dot of the recipe's operands through the profile (mma none: an fp32
 //            FMA chain over d; int8/int4: exact integers, converted to fp32), then by ScoreForm:
 //              dequant       s = R(dot * R(s_q s_k))                       (flash3-fp8's rule)
-//              folded        e = R(scale_log2 * R(s_q s_k)); z = fma(s, e, -offset)
+//              folded        e = R(scale_log2 * R(s_q s_k)); z = fma(s, e, -offset); with
+//                            Q smoothing's dS: s = R(R(s R(s_q s_k)) + dS), e = scale_log2
 //              prescaled     s = R(R(dot) * R(s_q s_k))       (Q holds scale * log2 e already)
 //              block_scaled  s = dot (+ dS)                      (the mma applied the scales)
 //   softmax  running max m, row sum l (fp32, in key order, over the unquantized p):
@@ -186,8 +187,16 @@ void scores(const QuantContext& c, int i, int j0, int n, float* s, float* e) {
         // int32 -> fp32 toward zero (__int2float_rz): exact here, |dot| < 2^24 for d <= 128.
         const float sf = f32(dot);
         const float qk = f32(c.qp.q.scale(c.b, c.h, i, 0)) * f32(c.qp.k.scale(c.b, c.h, j0 + j, 0));
-        e[j] = c.sl2 * qk;
-        s[j] = ds == 0.0 ? sf : sf + f32(ds);
+        if (ds == 0.0) {
+          e[j] = c.sl2 * qk;
+          s[j] = sf;
+        } else {
+          // Q smoothing's dS is in the scores' own units: SageAttention2 (Algorithm 1) adds it
+          // to the dequantized QK^T, and the softmax scale applies to the sum. Added to the
+          // integer dot it would be multiplied by s_q s_k as well.
+          e[j] = c.sl2;
+          s[j] = sf * qk + f32(ds);
+        }
         break;
       }
       case ScoreForm::prescaled: {

@@ -14,6 +14,7 @@
 #include "attention/quant_recipes.hpp"
 #include "attention/quantize.hpp"
 #include "helpers.hpp"
+#include "inputs/random_inputs.hpp"
 #include "numerics/math.hpp"
 #include "numerics/round.hpp"
 
@@ -305,6 +306,30 @@ TEST_CASE("quantized recipes stay near the golden and report their stages", "[qu
       ++compared;
     }
   CHECK(compared >= 30);
+}
+
+TEST_CASE("sage2-4b's Q smoothing adds dS to the dequantized scores: channel-biased Q and K",
+          "[quant]") {
+  // SageAttention2's Algorithm 1: S = dequant(Q_int K_int^T) + dS, then the softmax scale. Q and
+  // K with a per-channel offset (SageAttention's channel bias, std 5 against tokens of std 1) make
+  // dS large; added to the integer dot instead, dS is multiplied by s_q s_k too and the output
+  // is about as far from the golden as it is large (relative L1 0.97 measured that way).
+  using nx::mma::Arch;
+  const Shape s{1, 2, 256, 256, 64};
+  const attndev::inputs::Distribution channel{attndev::inputs::Distribution::Kind::channel, 1.0,
+                                              5.0};
+  const Inputs in = attndev::inputs::make_inputs(s, channel, 7, nx::Format::fp16);
+  const Output gold = golden(in, Options{});
+  for (Arch arch : {Arch::none, Arch::sm89}) {
+    const Output out = run(Algorithm::sage2_4b, with_mma("kernel-fp16", arch), in, Options{});
+    double err = 0, ref = 0;
+    for (std::size_t i = 0; i < out.o.data.size(); ++i) {
+      err += std::abs(out.o.data[i] - gold.o.data[i]);
+      ref += std::abs(gold.o.data[i]);
+    }
+    INFO("sage2-4b on " << nx::mma::arch_name(arch) << ": relative L1 " << err / ref);
+    CHECK(err / ref < 0.2);  // 4-bit QK: about 0.06-0.1 with dS where it belongs
+  }
 }
 
 TEST_CASE("the sm90 fp8 accumulator truncates: fp8 P V on sm90 differs from sm100",
