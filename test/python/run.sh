@@ -28,7 +28,12 @@ if [ $installed = 1 ]; then
   start=$SECONDS
   echo "test/python/run.sh: pip install --no-build-isolation . (reuses cached objects when the" \
        "release build compiled them; a cold build takes minutes)" >&2
-  "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation .
+  # The release build's compiler by the same name: the compiler cache tells compilers apart by
+  # the name they are called by, and pip's build would otherwise take Python's (x86_64-linux-gnu-g++
+  # on Debian), so that none of the release build's objects would serve it.
+  release_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null || true)
+  CXX="${release_cxx:-${CXX:-c++}}" \
+    "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation .
   echo "test/python/run.sh: pip install . took $((SECONDS - start)) s" >&2
   unset PYTHONPATH
 else
