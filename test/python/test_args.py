@@ -111,10 +111,14 @@ def test_ctrl_c_stops_a_long_call():
     """SIGINT during a call of minutes: KeyboardInterrupt comes within a work item (about 3 s of
     one core here: 256 query rows against 32768 keys on the generic path), not when the call
     returns (about 13 min of one core). The wait below is a deadline for the interrupt to be
-    honoured, far below the call's own length and far above a work item on a loaded machine (CI's
-    2 cores shared by builds: one run under such load took over 60 s); no speed is asserted."""
+    honoured, far below the call's own length and far above a work item on a loaded machine (twice
+    a run of scripts/test.sh at a load average of 20-40 exceeded 60 s; the cause is not known, the
+    same test passes in 2 s alone and in 10-17 s beside builds); no speed is asserted. The child
+    gets SIGINT's default disposition back: a shell's background job (scripts/test.sh under nohup)
+    starts its children with SIGINT ignored, which Python keeps."""
     child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(__file__))
+                             stderr=subprocess.PIPE, text=True, cwd=os.path.dirname(__file__),
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "started", child.stderr.read()
         time.sleep(1.0)  # inside the emulator's call
