@@ -1,11 +1,14 @@
 // `attndev slurm CONFIG --shards N -o DIR [--partition P] [--time T] [--cpus-per-task C]
 //                [--gpus-per-task G] [--mem M] [--constraint F] [--gres G] [--sbatch OPTS]...
-//                [--setup LINE]... [--allow-native] [--job-name NAME] [--submit]`
+//                [--setup LINE]... [--attndev PATH] [--allow-native] [--job-name NAME]
+//                [--submit]`
 //
 // Writes DIR/slurm/{config.json, sweep.sbatch, merge.sbatch, submit.sh} (docs/slurm.md): a job
 // array with one task per shard and a merge job that runs after all of them. With --submit it
-// runs submit.sh and prints the job ids. Everything that can be checked here is checked before
-// anything is written, so a refused command leaves no half-made folder behind.
+// runs submit.sh and prints the job ids. The jobs run this binary, or, where it was built with
+// -march=native, the portable build beside it (experiment::choose_job_binary). Everything that
+// can be checked here is checked before anything is written, so a refused command leaves no
+// half-made folder behind.
 #include "io/log.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +34,7 @@
 #include "experiment/cluster/slurm_script.hpp"
 #include "experiment_cli.hpp"
 #include "io/atomic_file.hpp"
+#include "version.hpp"
 
 namespace attndev::app {
 namespace {
@@ -147,6 +152,7 @@ struct SlurmArgs {
   std::string gres;
   std::vector<std::string> sbatch;
   std::vector<std::string> setup;
+  std::string attndev;  // --attndev: the binary the jobs run
   bool allow_native = false;
   bool submit = false;
   bool json = false;
@@ -165,13 +171,36 @@ SlurmPaths slurm_paths(const std::string& out_arg) {
   return p;
 }
 
-experiment::SlurmOptions slurm_options(const SlurmArgs& a, const Prologue& prologue,
-                                       const SlurmPaths& paths) {
+// `path --version`'s line, nullopt when no program runs there.
+std::optional<std::string> version_of(const std::string& path) {
+  if (::access(path.c_str(), X_OK) != 0 || fs::is_directory(path)) return std::nullopt;
+  std::string out;
+  if (run_capture({path, "--version"}, out) != 0 || out.empty()) return std::nullopt;
+  return out;
+}
+
+// The binary the jobs run: this one, the portable build beside a -march=native one, or --attndev.
+experiment::JobBinary job_binary(const SlurmArgs& a) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw std::runtime_error("cannot find this executable (/proc/self/exe): " + ec.message());
+  experiment::JobBinaryRequest request;
+  request.self = self.string();
+  request.self_isa = target_isa();
+  request.self_version = version_line();
+  if (!a.attndev.empty())
+    request.explicit_path = fs::absolute(a.attndev).lexically_normal().string();
+  request.allow_native = a.allow_native;
+  experiment::JobBinary chosen = experiment::choose_job_binary(request, version_of);
+  if (!chosen.note.empty()) log::info("slurm: {}", chosen.note);
+  return chosen;
+}
+
+experiment::SlurmOptions slurm_options(const SlurmArgs& a, const Prologue& prologue,
+                                       const SlurmPaths& paths) {
+  const experiment::JobBinary binary = job_binary(a);
   experiment::SlurmOptions options;
-  options.attndev_path = self.string();
+  options.attndev_path = binary.path;
   options.config_path = paths.frozen_config.string();
   // A trailing '/' from lexically_normal ("dir/") would make "dir//slurm" in the scripts.
   options.output_dir =
@@ -188,7 +217,8 @@ experiment::SlurmOptions slurm_options(const SlurmArgs& a, const Prologue& prolo
   options.sbatch = a.sbatch;
   options.setup = prologue.setup;
   options.setup.insert(options.setup.end(), a.setup.begin(), a.setup.end());
-  options.native_build = ATTNDEV_NATIVE_BUILD != 0;
+  options.native_build = binary.isa == "native";
+  options.march = binary.isa == "native" || binary.isa == "default" ? "" : binary.isa;
   options.allow_native = a.allow_native;
   return options;
 }
@@ -335,9 +365,12 @@ void add_slurm_command(cli::Command& app) {
   cmd->add_option("--setup", args->setup,
                   "A shell line both jobs run before attndev (repeatable; after the config's "
                   "\"setup\" lines): module load ..., source VENV/bin/activate");
+  cmd->add_option("--attndev", args->attndev,
+                  "The attndev binary the jobs run (default: this one; for a -march=native one, "
+                  "the portable build scripts/run.sh puts in build/portable)");
   cmd->add_flag("--allow-native", args->allow_native,
-                "Accept a binary built with -march=native (ATTNDEV_NATIVE=ON) when every node "
-                "has this machine's CPU; refused otherwise");
+                "Let a binary built with -march=native (ATTNDEV_NATIVE=ON) run the jobs when "
+                "every node has this machine's CPU; refused otherwise");
   cmd->add_flag("--submit", args->submit, "Submit the array and the merge job; print their ids");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object (the scripts written, submit.sh's output)");

@@ -19,8 +19,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   const cli::AppInfo info{
       "attndev", "attndev: numeric deviation of attention kernels (Flash vs baseline vs FP64)",
-      std::string("attndev ") + version_string() + " (git " + git_revision() + ", " +
-          compiler_string() + ")"};
+      version_line()};
   // cli::run maps the command line's own outcomes (--help, --version, bad flags, an unknown
   // command); what a command's callback throws comes out here.
   try {

@@ -9,8 +9,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiment/cluster/slurm_script.hpp"
@@ -389,8 +392,7 @@ TEST_CASE("sbatch options: one string holds several, each checked", "[slurm]") {
   }
 }
 
-TEST_CASE("setup lines run before attndev in order, and a failing line stops the job",
-          "[slurm]") {
+TEST_CASE("setup lines run before attndev in order, and a failing line stops the job", "[slurm]") {
   Sandbox box;
   SlurmOptions o = base_options();
   // An unset variable in a sourced profile must not trip the script's `set -u`.
@@ -437,6 +439,211 @@ TEST_CASE("a -march=native binary is refused unless allowed, and then warns in e
     CHECK(script.find("echo \"WARNING: ") != std::string::npos);
     CHECK(script.find("-DATTNDEV_NATIVE=OFF") != std::string::npos);
   }
+}
+
+namespace {
+
+// The sweep script with /proc/cpuinfo replaced by `cpuinfo` (a file the test writes, or none).
+std::string with_cpuinfo(std::string script, const std::string& cpuinfo) {
+  for (std::size_t at = script.find("/proc/cpuinfo"); at != std::string::npos;
+       at = script.find("/proc/cpuinfo", at + cpuinfo.size())) {
+    script.replace(at, std::string("/proc/cpuinfo").size(), cpuinfo);
+  }
+  return script;
+}
+
+constexpr const char* kV3Flags =
+    "fpu vme sse sse2 ssse3 cx16 sse4_1 sse4_2 movbe popcnt xsave avx f16c lahf_lm abm fma bmi1 "
+    "avx2 bmi2";
+
+}  // namespace
+
+// A portable binary (-march=x86-64-v3) needs no --allow-native; its jobs check the node first.
+// Run with stand-in /proc/cpuinfo files: all of x86-64-v3's flags (srun runs), two missing (the
+// job stops, naming the node and the flags, srun never runs), none readable (a warning, srun runs).
+TEST_CASE("a portable binary's jobs check the node's CPU features before attndev starts",
+          "[slurm]") {
+  Sandbox box;
+  SlurmOptions o = base_options();
+  o.march = "x86-64-v3";
+  const SlurmScripts s = make_slurm_scripts(o);  // no allow_native needed
+  check_directives_first(s.sweep);
+  check_directives_first(s.merge);
+  for (const std::string& script : {s.sweep, s.merge}) {
+    CHECK(script.find("for attndev_flag in cx16 lahf_lm popcnt sse4_1 sse4_2 ssse3 avx avx2 bmi1 "
+                      "bmi2 f16c fma abm movbe xsave; do") != std::string::npos);
+    CHECK(script.find("march=native") == std::string::npos);
+    CHECK(script.find("lacks CPU features of -march=x86-64-v3") < script.find("exec "));
+  }
+  const fs::path log = box.dir / "srun.log";
+  box.write("bin/srun", recorder(log, "exit 0"), true);
+  const std::string env = "PATH=" + shell_quote((box.dir / "bin").string()) + ":\"$PATH\" ";
+  const auto run_with = [&](const std::string& cpuinfo) {
+    fs::remove(log);
+    const fs::path sweep = box.write("sweep.sbatch", with_cpuinfo(s.sweep, cpuinfo), false);
+    return run_shell(env + "SLURM_ARRAY_TASK_ID=0 bash " + shell_quote(sweep.string()));
+  };
+  const fs::path good = box.write("good",
+                                  std::string("processor\t: 0\nflags\t\t: ") + kV3Flags +
+                                      "\n\nprocessor\t: 1\nflags\t\t: fpu\n",
+                                  false);
+  Run r = run_with(good.string());
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(fs::exists(log));
+  CHECK(r.output.find("lacks") == std::string::npos);
+
+  // An x86-64-v2 node: no avx2, no fma (and none of v3's other additions but these stay).
+  std::string v2 = kV3Flags;
+  for (const std::string flag : {" fma", " avx2"}) v2.erase(v2.find(flag), flag.size());
+  const fs::path old = box.write("old", "flags\t\t: " + v2 + "\n", false);
+  r = run_with(old.string());
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK_FALSE(fs::exists(log));  // attndev never started
+  CHECK(r.output.find("sweep.sbatch: node ") != std::string::npos);
+  CHECK(r.output.find("lacks CPU features of -march=x86-64-v3, which this attndev was built "
+                      "for: avx2 fma.") != std::string::npos);
+  CHECK(r.output.find("ATTNDEV_PORTABLE_MARCH=x86-64-v2") != std::string::npos);
+
+  r = run_with((box.dir / "absent").string());
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(fs::exists(log));
+  CHECK(r.output.find("WARNING: sweep.sbatch: cannot read the CPU flags") != std::string::npos);
+}
+
+TEST_CASE("the ISA check follows the -march: none for x86-64, a warning for an unknown one",
+          "[slurm]") {
+  CHECK(attndev::experiment::march_cpu_flags("x86-64-v2")->size() == 6);
+  CHECK(attndev::experiment::march_cpu_flags("x86-64-v4")->back() == "avx512vl");
+  CHECK_FALSE(attndev::experiment::march_cpu_flags("znver3"));
+  SlurmOptions o = base_options();
+  o.march = "x86-64";
+  CHECK(make_slurm_scripts(o).sweep.find("attndev_flag") == std::string::npos);
+  o.march = "znver3";
+  const SlurmScripts s = make_slurm_scripts(o);
+  CHECK(s.sweep.find("attndev_flag") == std::string::npos);
+  CHECK(s.sweep.find("echo \"WARNING: sweep.sbatch: attndev built with -march=znver3 runs on") !=
+        std::string::npos);
+  o.native_build = true;
+  o.allow_native = true;
+  CHECK_THROWS_AS(make_slurm_scripts(o), std::invalid_argument);  // native and portable at once
+}
+
+namespace {
+
+using attndev::experiment::choose_job_binary;
+using attndev::experiment::JobBinaryRequest;
+
+constexpr const char* kSelf = "/w/build/release/apps/attndev/attndev";
+constexpr const char* kSibling = "/w/build/portable/apps/attndev/attndev";
+
+// A stand-in for running `PATH --version`: the lines of the binaries that "exist".
+std::function<std::optional<std::string>(const std::string&)> binaries(
+    std::vector<std::pair<std::string, std::string>> lines) {
+  return [lines](const std::string& path) -> std::optional<std::string> {
+    for (const auto& [p, line] : lines) {
+      if (p == path) return line + "\n";
+    }
+    return std::nullopt;
+  };
+}
+
+JobBinaryRequest native_request() {
+  JobBinaryRequest r;
+  r.self = kSelf;
+  r.self_isa = "native";
+  r.self_version = "attndev 0.1.0 (git abc, GNU 12.2.0, -march=native)";
+  return r;
+}
+
+std::string refusal_of(const JobBinaryRequest& r,
+                       const std::function<std::optional<std::string>(const std::string&)>& f) {
+  try {
+    (void)choose_job_binary(r, f);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("a -march=native binary's jobs run the portable build beside it", "[slurm]") {
+  const std::string v3 = "attndev 0.1.0 (git abc, GNU 12.2.0, -march=x86-64-v3)";
+  auto chosen = choose_job_binary(native_request(), binaries({{kSibling, v3}}));
+  CHECK(chosen.path == kSibling);
+  CHECK(chosen.isa == "x86-64-v3");
+  CHECK(chosen.note.find("the jobs run the portable build " + std::string(kSibling)) !=
+        std::string::npos);
+
+  // --allow-native keeps its meaning: this binary runs the jobs, the sibling unused.
+  JobBinaryRequest allowed = native_request();
+  allowed.allow_native = true;
+  chosen = choose_job_binary(allowed, binaries({{kSibling, v3}}));
+  CHECK(chosen.path == kSelf);
+  CHECK(chosen.isa == "native");
+
+  // A portable binary runs its own jobs; it looks for nothing.
+  JobBinaryRequest portable = native_request();
+  portable.self = kSibling;
+  portable.self_isa = "x86-64-v3";
+  chosen = choose_job_binary(portable, binaries({}));
+  CHECK(chosen.path == kSibling);
+  CHECK(chosen.note.empty());
+
+  // --attndev names it outright.
+  JobBinaryRequest named = native_request();
+  named.explicit_path = "/opt/attndev";
+  chosen = choose_job_binary(named, binaries({{"/opt/attndev", v3}}));
+  CHECK(chosen.path == "/opt/attndev");
+  CHECK(chosen.isa == "x86-64-v3");
+  CHECK(refusal_of(named, binaries({})).find("--attndev /opt/attndev: no attndev runs there") !=
+        std::string::npos);
+}
+
+TEST_CASE("without a portable build beside it a -march=native binary is refused with the fix",
+          "[slurm]") {
+  const std::string none = refusal_of(native_request(), binaries({}));
+  CHECK(none.find("-march=native") != std::string::npos);
+  CHECK(none.find("(none at " + std::string(kSibling) + ")") != std::string::npos);
+  CHECK(none.find("scripts/run.sh builds one in build/portable") != std::string::npos);
+  CHECK(none.find("-DATTNDEV_NATIVE=OFF") != std::string::npos);
+  CHECK(none.find("--allow-native") != std::string::npos);
+  // A native binary in build/portable is no portable build.
+  CHECK(refusal_of(native_request(),
+                   binaries({{kSibling, "attndev 0.1.0 (git abc, GNU 12.2.0, -march=native)"}})) ==
+        none);
+  // Another revision would run other code than the one that checked the config.
+  const std::string stale =
+      refusal_of(native_request(),
+                 binaries({{kSibling, "attndev 0.1.0 (git 0ld, GNU 12.2.0, -march=x86-64-v3)"}}));
+  CHECK(stale.find("is another build") != std::string::npos);
+  CHECK(stale.find("cmake --build build/portable --target attndev") != std::string::npos);
+  // A binary older than the target in --version says nothing of its target.
+  CHECK(refusal_of(native_request(), binaries({{kSibling, "attndev 0.1.0 (git abc, GNU 12.2.0)"}}))
+            .find("is another build") != std::string::npos);
+  // Outside a build tree there is nowhere to look.
+  JobBinaryRequest installed = native_request();
+  installed.self = "/usr/local/bin/attndev";
+  CHECK(refusal_of(installed, binaries({})).find("-DATTNDEV_NATIVE=OFF") != std::string::npos);
+}
+
+TEST_CASE("portable_sibling and version_line_isa", "[slurm]") {
+  using attndev::experiment::portable_sibling;
+  using attndev::experiment::version_line_isa;
+  CHECK(portable_sibling(kSelf) == kSibling);
+  CHECK(portable_sibling("/a/b/build/clang/apps/attndev/attndev") ==
+        "/a/b/build/portable/apps/attndev/attndev");
+  CHECK(portable_sibling(kSibling).empty());
+  CHECK(portable_sibling("/usr/bin/attndev").empty());
+  CHECK(portable_sibling("/w/out/release/apps/attndev/attndev").empty());
+  CHECK(version_line_isa("attndev 0.1.0 (git abc, GNU 12.2.0, -march=native)\n") == "native");
+  CHECK(version_line_isa("attndev 0.1.0 (git abc, Clang 19.1.7, -march=x86-64-v3)") == "x86-64-v3");
+  CHECK(version_line_isa("attndev 0.1.0 (git abc, GNU 12.2.0, default -march)") == "default");
+  CHECK_FALSE(version_line_isa("attndev 0.1.0 (git abc, GNU 12.2.0)"));
+  CHECK_FALSE(version_line_isa("attndev 0.1.0 (git abc, GNU 12.2.0, -march=)"));
 }
 
 TEST_CASE("a config's setup key is split off and never reaches the config hash", "[slurm]") {

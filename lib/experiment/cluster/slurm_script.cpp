@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -88,13 +90,17 @@ bool is_other_sbatch_option(std::string_view name) {
   return name == "gpus";
 }
 
-constexpr std::string_view kNativeRefusal =
-    "this attndev was built with -march=native (CMake option ATTNDEV_NATIVE=ON, the default): it "
-    "uses every instruction of the CPU that compiled it, and on a compute node with an older or "
-    "different CPU it dies with 'Illegal instruction'. Either rebuild for any x86-64 node "
-    "(cmake -B build/portable -DATTNDEV_NATIVE=OFF && cmake --build build/portable, then run that "
-    "binary's `attndev slurm`), or build on a node of the partition you submit to, or pass "
-    "--allow-native if every node has this machine's CPU";
+// The x86-64 micro-architecture levels as /proc/cpuinfo names their features (lzcnt is "abm").
+constexpr std::string_view kFlagsV2[] = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"};
+constexpr std::string_view kFlagsV3[] = {"avx", "avx2", "bmi1",  "bmi2", "f16c",
+                                         "fma", "abm",  "movbe", "xsave"};
+constexpr std::string_view kFlagsV4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
+
+// "attndev 0.1.0 (git abc1234": what two builds of the same source share, whatever their
+// compiler or target.
+std::string_view version_identity(std::string_view line) {
+  return line.substr(0, line.find(", "));
+}
 
 void validate_resources(const SlurmOptions& o) {
   if (!o.mem.empty()) {
@@ -168,8 +174,13 @@ void validate(const SlurmOptions& o) {
           "string in the config's \"setup\" list)");
     }
   }
-  if (o.native_build && !o.allow_native) {
-    throw std::invalid_argument(std::string(kNativeRefusal));
+  if (o.native_build && !o.allow_native) throw std::invalid_argument(native_refusal(""));
+  if (o.native_build && !o.march.empty()) {
+    throw std::invalid_argument("a binary is either -march=native or portable (-march=" + o.march +
+                                "), not both");
+  }
+  if (!o.march.empty() && !all_of_chars(o.march, "-_.")) {
+    throw std::invalid_argument("-march '" + o.march + "' is not a -march name");
   }
 }
 
@@ -209,6 +220,48 @@ void native_warning(std::string& s, const SlurmOptions& o, std::string_view scri
        "with -DATTNDEV_NATIVE=OFF\" >&2\n";
 }
 
+// A portable binary's jobs check the node before it starts: on a CPU without a feature of its
+// -march it would die with 'Illegal instruction' (exit 132), which says neither what nor where.
+void isa_check(std::string& s, const SlurmOptions& o, std::string_view script) {
+  if (o.march.empty()) return;
+  const std::string who = std::string(script);
+  const auto flags = march_cpu_flags(o.march);
+  if (!flags) {
+    s += "# attndev was built with -march=" + o.march + ", whose CPU features `attndev slurm`\n";
+    s += "# cannot check: on a node without one it dies with 'Illegal instruction' (exit 132).\n";
+    s += "echo \"WARNING: " + who + ": attndev built with -march=" + o.march +
+         " runs on $(hostname) unchecked; 'Illegal instruction' means this node's CPU lacks a "
+         "feature of -march=" +
+         o.march + "\" >&2\n";
+    return;
+  }
+  if (flags->empty()) return;
+  std::string list;
+  for (std::string_view flag : *flags) list += (list.empty() ? "" : " ") + std::string(flag);
+  s += "# attndev was built with -march=" + o.march + ": stop on a node whose CPU lacks one of\n";
+  s += "# its features (read from /proc/cpuinfo) rather than die there with 'Illegal "
+       "instruction'.\n";
+  s += "attndev_cpu=\" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) \"\n";
+  s += "attndev_missing=\"\"\n";
+  s += "for attndev_flag in " + list + "; do\n";
+  s += "  case \"$attndev_cpu\" in *\" $attndev_flag \"*) ;; "
+       "*) attndev_missing=\"$attndev_missing $attndev_flag\" ;; esac\n";
+  s += "done\n";
+  s += "if [ -z \"${attndev_cpu// /}\" ]; then\n";
+  s += "  echo \"WARNING: " + who +
+       ": cannot read the CPU flags of $(hostname) from /proc/cpuinfo; " +
+       "attndev needs -march=" + o.march + " (" + list + ")\" >&2\n";
+  s += "elif [ -n \"$attndev_missing\" ]; then\n";
+  s +=
+      "  echo \"" + who + ": node $(hostname) lacks CPU features of -march=" + o.march +
+      ", which this attndev was built for:$attndev_missing. Keep the jobs off such nodes " +
+      "(attndev slurm --constraint FEATURE, or --sbatch --exclude=$(hostname)), or build for an " +
+      "older target (cmake -DATTNDEV_NATIVE=OFF -DATTNDEV_PORTABLE_MARCH=x86-64-v2, or empty for " +
+      "any x86-64) and regenerate the scripts\" >&2\n";
+  s += "  exit 1\n";
+  s += "fi\n";
+}
+
 std::string render_sweep(const SlurmOptions& o) {
   const std::string n = std::to_string(o.shards);
   const std::string cpus = std::to_string(o.cpus_per_task);
@@ -236,6 +289,7 @@ std::string render_sweep(const SlurmOptions& o) {
   s += "#SBATCH --open-mode=append\n";
   s += "#SBATCH --output=" + out_dir + "/" + std::string(kSlurmLogSubdir) + "/%A_%a.out\n";
   native_warning(s, o, "sweep.sbatch");
+  isa_check(s, o, "sweep.sbatch");
   setup_lines(s, o, "sweep.sbatch");
   s += "set -u\n";
   s += "shards=" + n + "\n";
@@ -271,6 +325,7 @@ std::string render_merge(const SlurmOptions& o) {
   placement_lines(s, o);
   s += "#SBATCH --output=" + o.output_dir + "/" + std::string(kSlurmLogSubdir) + "/merge_%j.out\n";
   native_warning(s, o, "merge.sbatch");
+  isa_check(s, o, "merge.sbatch");
   setup_lines(s, o, "merge.sbatch");
   s += "exec " + shell_quote(o.attndev_path) + " merge " + shell_quote(o.output_dir) + "\n";
   return s;
@@ -457,6 +512,104 @@ std::string default_job_name(std::string_view config_path) {
   }
   if (name.size() > 64) name.resize(64);
   return name;
+}
+
+std::optional<std::vector<std::string_view>> march_cpu_flags(std::string_view march) {
+  std::vector<std::string_view> flags;
+  if (march == "x86-64") return flags;
+  const int level = march == "x86-64-v2"   ? 2
+                    : march == "x86-64-v3" ? 3
+                    : march == "x86-64-v4" ? 4
+                                           : 0;
+  if (level == 0) return std::nullopt;
+  flags.insert(flags.end(), std::begin(kFlagsV2), std::end(kFlagsV2));
+  if (level >= 3) flags.insert(flags.end(), std::begin(kFlagsV3), std::end(kFlagsV3));
+  if (level >= 4) flags.insert(flags.end(), std::begin(kFlagsV4), std::end(kFlagsV4));
+  return flags;
+}
+
+std::string native_refusal(std::string_view looked_for) {
+  std::string where =
+      looked_for.empty() ? std::string() : " (none at " + std::string(looked_for) + ")";
+  return "this attndev was built with -march=native (CMake option ATTNDEV_NATIVE=ON, the "
+         "default): it uses every instruction of the CPU that compiled it, and on a compute node "
+         "with an older or different CPU it dies with 'Illegal instruction'. The jobs need a "
+         "portable attndev" +
+         where +
+         ": scripts/run.sh builds one in build/portable beside build/release, which `attndev "
+         "slurm` then uses by itself; or build one anywhere (cmake -B build/portable "
+         "-DATTNDEV_NATIVE=OFF && cmake --build build/portable --target attndev) and pass "
+         "--attndev PATH; or pass --allow-native if every node has this machine's CPU";
+}
+
+std::optional<std::string> version_line_isa(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.empty() || line.back() != ')') return std::nullopt;
+  line.remove_suffix(1);
+  const auto comma = line.rfind(", ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  const std::string_view last = line.substr(comma + 2);
+  if (last == "default -march") return std::string("default");
+  constexpr std::string_view kMarch = "-march=";
+  if (last.substr(0, kMarch.size()) != kMarch || last.size() == kMarch.size()) return std::nullopt;
+  return std::string(last.substr(kMarch.size()));
+}
+
+std::string portable_sibling(std::string_view self) {
+  const std::filesystem::path path(self);
+  const std::filesystem::path app_dir = path.parent_path();  // build/<preset>/apps/attndev
+  const std::filesystem::path build_dir = app_dir.parent_path().parent_path();  // build/<preset>
+  if (path.filename() != "attndev" || app_dir.filename() != "attndev" ||
+      app_dir.parent_path().filename() != "apps" || build_dir.parent_path().filename() != "build" ||
+      build_dir.filename() == "portable") {
+    return "";
+  }
+  return (build_dir.parent_path() / "portable" / "apps" / "attndev" / "attndev").string();
+}
+
+JobBinary choose_job_binary(
+    const JobBinaryRequest& r,
+    const std::function<std::optional<std::string>(const std::string&)>& version_of) {
+  // A candidate other than the running binary must be this build's source, or the jobs would
+  // compute with other code than the one that checked the config.
+  const auto probe = [&](const std::string& path, std::string_view what,
+                         std::string_view fix) -> std::optional<JobBinary> {
+    const std::optional<std::string> line = version_of(path);
+    if (!line) return std::nullopt;
+    const std::optional<std::string> isa = version_line_isa(*line);
+    if (!isa || version_identity(*line) != version_identity(r.self_version)) {
+      std::string shown = *line;
+      while (!shown.empty() && (shown.back() == '\n' || shown.back() == '\r')) shown.pop_back();
+      throw std::invalid_argument(std::string(what) + " " + path + " is another build ('" + shown +
+                                  "') than this one ('" + r.self_version +
+                                  "'): the jobs would run other code; " + std::string(fix));
+    }
+    return JobBinary{path, *isa, ""};
+  };
+  if (!r.explicit_path.empty()) {
+    auto chosen = probe(r.explicit_path, "--attndev",
+                        "rebuild it from this source tree, or pass this binary's own path");
+    if (!chosen) {
+      throw std::invalid_argument("--attndev " + r.explicit_path +
+                                  ": no attndev runs there (`--version` failed)");
+    }
+    if (chosen->path != r.self) {
+      chosen->note = "the jobs run " + chosen->path + " (" +
+                     (chosen->isa == "default" ? "default -march" : "-march=" + chosen->isa) + ")";
+    }
+    return *chosen;
+  }
+  if (r.self_isa != "native" || r.allow_native) return JobBinary{r.self, r.self_isa, ""};
+  const std::string sibling = portable_sibling(r.self);
+  if (sibling.empty()) throw std::invalid_argument(native_refusal(""));
+  auto chosen = probe(sibling, "the portable build",
+                      "rebuild it (scripts/run.sh, or cmake --build build/portable --target "
+                      "attndev), or pass --allow-native to run this -march=native binary");
+  if (!chosen || chosen->isa == "native") throw std::invalid_argument(native_refusal(sibling));
+  chosen->note = "this attndev is -march=native: the jobs run the portable build " + chosen->path +
+                 " (" + (chosen->isa == "default" ? "default -march" : "-march=" + chosen->isa) +
+                 "; same results, --allow-native runs this one)";
+  return *chosen;
 }
 
 SlurmScripts make_slurm_scripts(const SlurmOptions& options) {

@@ -10,6 +10,7 @@
 // SLURM.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,11 @@ struct SlurmOptions {
   // allow_native, and then the scripts say so in their log.
   bool native_build = false;
   bool allow_native = false;
+  // The -march of a portable binary (CMake's ATTNDEV_PORTABLE_MARCH, e.g. "x86-64-v3"): both jobs
+  // first check that their node's CPU has that level's features (/proc/cpuinfo) and stop with a
+  // message naming the node and what it lacks, where the binary would die with SIGILL. Empty (the
+  // compiler's default, any x86-64): nothing to check.
+  std::string march;
 };
 
 struct SlurmScripts {
@@ -52,6 +58,48 @@ struct SlurmScripts {
 // Where the generated files go inside the output directory.
 inline constexpr std::string_view kSlurmSubdir = "slurm";
 inline constexpr std::string_view kSlurmLogSubdir = "slurm/logs";
+
+// The CPU features (flag names of /proc/cpuinfo) that code compiled with -march=`march` may use,
+// for the x86-64 levels ("x86-64" none, "x86-64-v2", "x86-64-v3", "x86-64-v4"); nullopt for
+// another -march, whose features the scripts then cannot check (they say so in the task log).
+std::optional<std::vector<std::string_view>> march_cpu_flags(std::string_view march);
+
+// Which attndev binary the jobs run (`attndev slurm`; docs/slurm.md). A -march=native binary
+// runs only on CPUs like the build machine's, so where one generates the scripts, its jobs run
+// the portable build that scripts/run.sh puts beside it (portable_sibling) when there is one.
+struct JobBinaryRequest {
+  std::string self;           // absolute path of the running binary
+  std::string self_isa;       // its target: "native", a -march ("x86-64-v3"), or "default"
+  std::string self_version;   // its `--version` line
+  std::string explicit_path;  // `--attndev PATH`, absolute; empty: choose
+  bool allow_native = false;  // `--allow-native`: a native binary may run the jobs itself
+};
+struct JobBinary {
+  std::string path;  // absolute
+  std::string isa;   // "native", a -march, or "default"
+  std::string note;  // one line for the user when the jobs run another binary; else empty
+};
+// `version_of(path)` runs `path --version` and returns its line, nullopt when nothing runs there.
+// A candidate (`--attndev`, the sibling) must print a line of this version and git revision and
+// name its target; a native one found beside a native one is no portable build. Throws
+// std::invalid_argument with the reason and the fix (a native binary without --allow-native and
+// without a portable build beside it: native_refusal).
+JobBinary choose_job_binary(
+    const JobBinaryRequest& request,
+    const std::function<std::optional<std::string>(const std::string&)>& version_of);
+
+// Where scripts/run.sh builds the portable binary, seen from a binary at
+// <dir>/build/<preset>/apps/attndev/attndev: <dir>/build/portable/apps/attndev/attndev. Empty
+// when `self` is not at such a place, or is that binary.
+std::string portable_sibling(std::string_view self);
+
+// The target a `--version` line names ("..., -march=x86-64-v3)" -> "x86-64-v3", "..., default
+// -march)" -> "default"); nullopt for a line without one (a binary built before it was printed).
+std::optional<std::string> version_line_isa(std::string_view line);
+
+// The refusal of a -march=native binary: what goes wrong on a node and the ways out.
+// `looked_for`: where a portable build was looked for (empty: not looked for).
+std::string native_refusal(std::string_view looked_for);
 
 // Validates the options and renders the three scripts. Throws std::invalid_argument with a message
 // that names the offending option and says how to fix it; nothing is produced on error.
