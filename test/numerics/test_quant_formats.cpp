@@ -199,7 +199,9 @@ TEST_CASE("round_to matches the oracle on every halfway point of the quantizatio
   }
   INFO("compared " << compared);
   CHECK(bad == 0);
-  CHECK(compared > 100000);
+  // Every halfway point and its neighbours (about 27,000 comparisons over the formats), plus the
+  // random probes: 6 x 20,000 per format at full scale, scaled_count's share of them in smoke.
+  CHECK(compared > (attndev::test::kSmokeScale ? 25000 : 100000));
 }
 
 TEST_CASE("quantization format names parse and are refused as nothing else", "[quant]") {
