@@ -78,7 +78,10 @@ ATTNDEV_HD void flash2_row_with(const Params& p, attention::Algorithm algorithm,
   double* pv = s + p.rows.block_c;  // (d), block-local P V only (scratch_per_row)
   rows::OnlineSoftmax<A> softmax;
   int count = 0;
-  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv, p.counts + row};
+  // counts: the vector forms' per-row k-block counts; launches without one pass null (no offset
+  // may be applied to a null pointer).
+  int* const chunk_count = p.counts ? p.counts + row : nullptr;
+  const rows::Flash2Work<A> work{&softmax, &count, s, p.rows.block_c, o_i, d, pv, chunk_count};
   rows::flash2_rows(A{p.rows.policy}, head_kernels(p, head), dequant, rows::RegisterState{}, p.rows,
                     i, i + 1, work, o_i, p.lse + row);
 }
