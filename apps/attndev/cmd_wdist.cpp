@@ -56,7 +56,7 @@ std::string num(double x, const char* fmt) {
 }
 
 nlohmann::json json_num(double x) {
-  if (!std::isfinite(x)) return num(x, "%g");  // "nan" / "inf": never null (DESIGN.md, Results)
+  if (!std::isfinite(x)) return num(x, "%g");  // "nan" / "inf": never null (docs/results.md)
   return x;
 }
 

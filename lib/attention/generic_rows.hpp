@@ -100,7 +100,7 @@ void baseline_generic_rows(const Problem& p, const Tensor& q, const Tensor& k, c
   with_kernels(p, q, k, v, rb, [&](const auto& kernels) {
     rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end,
                         work, o_rows(out, rb), lse_rows(out, rb),
-                      key_mask(p.mask.get(), rb.b, rb.h));
+                        key_mask(p.mask.get(), rb.b, rb.h));
   });
 }
 

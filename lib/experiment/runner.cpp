@@ -463,8 +463,8 @@ RunReport run_experiment(const Config& config, const Plan& plan, const RunOption
   if (options.on_progress) options.on_progress(done, report.shard_points);
   for (const auto& group : input_sets(pending)) {
     const Point& first = *group.front()->point;
-    InputSetCache cache = make_input_set_cache(first, options.threads,
-                                               work_root / first.input_key, config.backend);
+    InputSetCache cache =
+        make_input_set_cache(first, options.threads, work_root / first.input_key, config.backend);
     for (const PendingPoint* todo : group) {
       const Point* point = todo->point;
       const std::optional<std::vector<Evaluated>> results =

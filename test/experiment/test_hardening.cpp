@@ -297,8 +297,9 @@ TEST_CASE("leftover temporary files of killed writers are removed", "[hardening]
 TEST_CASE("config hash: presentation keys are out, everything else is in", "[hardening][hash]") {
   const Config base = parse_config(kHardeningConfig);
   std::string text = kHardeningConfig;
-  text.insert(text.find("\"axes\""),
-              R"("description": "words", "metrics": ["rmse"], "dump": true, "_note": "x", "backend": "cuda", )");
+  text.insert(
+      text.find("\"axes\""),
+      R"("description": "words", "metrics": ["rmse"], "dump": true, "_note": "x", "backend": "cuda", )");
   const Config presented = parse_config(text);
   CHECK(presented.hash == base.hash);
   std::string other = kHardeningConfig;
