@@ -84,7 +84,7 @@ struct Shared {
 // ---- QK^T ------------------------------------------------------------------------------------
 
 // Lane operands of x[0, n): value x 2^s[i] and exponent max(e(x), emin) + s[i] (a zero:
-// tc_lanes::kZeroExponent), as tc_lanes::operand computes them with a power-of-two scale 2^s[i]
+// tc_lanes::kZeroExponent), as the tensor-core lanes read them, with a power-of-two scale 2^s[i]
 // folded in (s: nullptr for none), in loops that vectorize. Returns how many x are not finite.
 int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo) {
   int bad = 0;

@@ -1,0 +1,334 @@
+// The tensor-core model's dot-adds in float and int32 lanes: the form the fast path's GEMMs run
+// on a profile (tc_simd_kernels.hpp), twice the lanes per vector of the double form (lane_chain)
+// and about half its operations per product. Bit-identical to the scalar model (mma.hpp) by
+// construction and by test (test_tc_float_lanes.cpp: every profile, random and adversarial
+// operands, against lane_chain and mma::dot):
+//   * operands are floats (every input format a profile reads, tf32 after truncation, is a
+//     subset of fp32) with int32 exponents clamped at the format's emin (a zero: kZeroExponentF);
+//     the lanes skip a zero a[i], so a caller whose operands hold inf or NaN (operands_f counts
+//     them) computes those lanes with the scalar model (0 x inf is NaN there);
+//   * per block, E = max(kMinExp, e_c, e_a + e_b over the nonzero a), as the model;
+//   * a term is t = trunc((a b) 2^(F - E)) in float, then int32. Exact where E is in the "float
+//     range" F - 125 <= E <= 126: a b (at most 22 significant bits) is an exact float unless it
+//     is below 2^-126, and then its term is below 2^(F - E - 126) <= 1/2 both before and after
+//     the float product's rounding, so it truncates to 0 either way; 2^(F - E) is a normal float;
+//     and t < 2^(F + 2) <= 2^27 is an exact float and int32. C's term likewise (|C| < 2^(E + 1));
+//   * the t are summed in int32 partial sums of at most kTermsPerSum terms each
+//     (8 * 2^27 + 2^26 < 2^31: no overflow), added with an overflow check (a block whose total
+//     leaves int32 goes to the double form), and D = RZ(total to 24 bits) 2^(E - F) (LaneOpsF::
+//     round_sum): exact, as D is never subnormal in the float range (|D| >= 2^(E - F) >=
+//     2^-125) and overflows to inf as the model's does; e8m13 drops 10 more fraction bits;
+//   * a block with a lane outside the float range (tiny or huge operands, inf, NaN), or whose C
+//     is not an fp32 value, runs through the double form (lane_chain), whose E and terms are the
+//     same; a lane whose D is not finite is recomputed by the caller with the scalar model.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "attention/tc_lanes.hpp"
+
+namespace attndev::attention::detail::tc_lanes {
+
+// A zero operand's exponent: far below every product's, and a sum of two never overflows.
+inline constexpr std::int32_t kZeroExponentF = -(1 << 20);
+// Terms per int32 partial sum: each |t| < 2^27 (F <= 25), C's < 2^26.
+inline constexpr int kTermsPerSum = 8;
+
+// An inf or NaN operand's exponent in operands_f (fp32's all-ones field): no block takes it in
+// the float lanes.
+inline constexpr std::int32_t kSpecialExponentF = 128;
+
+// x[0, n) as float operands: value (tf32: its 13 low fraction bits dropped first) and exponent
+// max(e, emin) (zero: kZeroExponentF; inf and NaN: kSpecialExponentF). Returns how many are inf
+// or NaN: the lanes skip a zero a, so 0 x inf (NaN in the model) needs the scalar model.
+template <class T>
+int operands_f(const T* x, std::ptrdiff_t n, int emin, bool tf32, float* value,
+               std::int32_t* expo) {
+  const std::uint32_t keep = tf32 ? 0xFFFFE000u : 0xFFFFFFFFu;
+  int special = 0;
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const float f = static_cast<float>(x[i]);  // exact: x holds a value of a format within fp32
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    u &= keep;
+    std::memcpy(&value[i], &u, sizeof u);
+    const std::int32_t field = static_cast<std::int32_t>((u >> 23) & 0xFFu);
+    special += field == 0xFF;
+    expo[i] = (u & 0x7FFFFFFFu) == 0 ? kZeroExponentF : std::max(field - 127, emin);
+  }
+  return special;
+}
+
+// 16 lanes of floats and int32s: AVX-512 (one vector), AVX2 (two) or one at a time. Besides
+// loads, stores and exact arithmetic: the exponent of an fp32 C as the model reads it
+// (c_exponent), a range test of E (all_in), an int32 add that reports overflow (add_checked),
+// and D from the exact integer sum (round_sum: RZ to 24 bits, times 2^(E - F), exact because
+// in the float range D is a normal fp32 value or overflows to inf; e8m13 then drops 10 more bits).
+#if defined(__AVX512F__)
+// The zero-masked forms of max, shift and convert, as tc_lanes.hpp's LaneOps (GCC 12's unmasked
+// ones start from an undefined vector, which -Wmaybe-uninitialized reports).
+struct LaneOpsF {
+  using F = __m512;
+  using I = __m512i;
+  static constexpr int kWidth = 16;
+  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static I loadi(const std::int32_t* p) { return _mm512_loadu_si512(p); }
+  static F set1f(float x) { return _mm512_set1_ps(x); }
+  static I set1i(std::int32_t x) { return _mm512_set1_epi32(x); }
+  static F mulf(F a, F b) { return _mm512_mul_ps(a, b); }
+  static I addi(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I subi(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I maxi(I a, I b) { return _mm512_maskz_max_epi32(0xFFFF, a, b); }
+  static I trunc_to_int(F a) { return _mm512_maskz_cvttps_epi32(0xFFFF, a); }
+  // 2^e for e in [-126, 127] (a normal float).
+  static F pow2f(I e) {
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, addi(e, set1i(127)), 23));
+  }
+  static I c_exponent(F c, std::int32_t min_exp) {
+    const I u = _mm512_castps_si512(c);
+    const I field = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, u, 23), set1i(0xFF));
+    const I e = maxi(subi(field, set1i(127)), set1i(-126));
+    const __mmask16 zero = _mm512_testn_epi32_mask(u, set1i(0x7FFFFFFF));
+    return _mm512_mask_blend_epi32(zero, e, set1i(min_exp));
+  }
+  static bool all_in(I e, std::int32_t lo, std::int32_t hi) {
+    return _mm512_cmplt_epi32_mask(e, set1i(lo)) == 0 && _mm512_cmpgt_epi32_mask(e, set1i(hi)) == 0;
+  }
+  static bool add_checked(I a, I b, I& sum) {
+    sum = addi(a, b);
+    const I overflow = _mm512_and_si512(_mm512_xor_si512(a, sum), _mm512_xor_si512(b, sum));
+    return _mm512_movepi32_mask(overflow) == 0;
+  }
+  template <int kFracBits, bool kE8m13>
+  static F round_sum(I total, I e) {
+    const F rz =
+        _mm512_maskz_cvt_roundepi32_ps(0xFFFF, total, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const F d = mulf(rz, pow2f(subi(e, set1i(kFracBits))));
+    if constexpr (!kE8m13) return d;
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(d), set1i(~0x3FF)));
+  }
+};
+#elif defined(__AVX2__)
+struct LaneOpsF {
+  using F = __m256;
+  using I = __m256i;
+  static constexpr int kWidth = 8;
+  static F loadf(const float* p) { return _mm256_loadu_ps(p); }
+  static void storef(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static I loadi(const std::int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static F set1f(float x) { return _mm256_set1_ps(x); }
+  static I set1i(std::int32_t x) { return _mm256_set1_epi32(x); }
+  static F mulf(F a, F b) { return _mm256_mul_ps(a, b); }
+  static I addi(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I subi(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I maxi(I a, I b) { return _mm256_max_epi32(a, b); }
+  static I trunc_to_int(F a) { return _mm256_cvttps_epi32(a); }
+  static F pow2f(I e) { return _mm256_castsi256_ps(_mm256_slli_epi32(addi(e, set1i(127)), 23)); }
+  static I c_exponent(F c, std::int32_t min_exp) {
+    const I u = _mm256_castps_si256(c);
+    const I field = _mm256_and_si256(_mm256_srli_epi32(u, 23), set1i(0xFF));
+    const I e = maxi(subi(field, set1i(127)), set1i(-126));
+    const I zero = _mm256_cmpeq_epi32(_mm256_and_si256(u, set1i(0x7FFFFFFF)), set1i(0));
+    return _mm256_blendv_epi8(e, set1i(min_exp), zero);
+  }
+  static bool all_in(I e, std::int32_t lo, std::int32_t hi) {
+    const I out =
+        _mm256_or_si256(_mm256_cmpgt_epi32(set1i(lo), e), _mm256_cmpgt_epi32(e, set1i(hi)));
+    return _mm256_testz_si256(out, out) != 0;
+  }
+  static bool add_checked(I a, I b, I& sum) {
+    sum = addi(a, b);
+    const I overflow = _mm256_and_si256(_mm256_xor_si256(a, sum), _mm256_xor_si256(b, sum));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(overflow)) == 0;
+  }
+  // Through double: the sum and 2^(E - F) are exact there; dropping the fraction bits below
+  // fp32's (or e8m13's) keep is the truncation, and the conversion to float is then exact.
+  template <int kFracBits, bool kE8m13>
+  static F round_sum(I total, I e) {
+    constexpr long long kDrop = ~((1LL << (52 - (kE8m13 ? 13 : 23))) - 1);
+    const I shift = addi(subi(e, set1i(kFracBits)), set1i(1023));
+    __m128 half[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i t = h ? _mm256_extracti128_si256(total, 1) : _mm256_castsi256_si128(total);
+      const __m128i s = h ? _mm256_extracti128_si256(shift, 1) : _mm256_castsi256_si128(shift);
+      const __m256d scale = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepi32_epi64(s), 52));
+      const __m256d d = _mm256_mul_pd(_mm256_cvtepi32_pd(t), scale);
+      half[h] = _mm256_cvtpd_ps(_mm256_and_pd(d, _mm256_castsi256_pd(_mm256_set1_epi64x(kDrop))));
+    }
+    return _mm256_set_m128(half[1], half[0]);
+  }
+};
+#else
+struct LaneOpsF {
+  using F = float;
+  using I = std::int32_t;
+  static constexpr int kWidth = 1;
+  static F loadf(const float* p) { return *p; }
+  static void storef(float* p, F v) { *p = v; }
+  static I loadi(const std::int32_t* p) { return *p; }
+  static F set1f(float x) { return x; }
+  static I set1i(std::int32_t x) { return x; }
+  static F mulf(F a, F b) { return a * b; }
+  static I addi(I a, I b) { return a + b; }
+  static I subi(I a, I b) { return a - b; }
+  static I maxi(I a, I b) { return a < b ? b : a; }
+  static I trunc_to_int(F a) { return static_cast<std::int32_t>(a); }
+  static F pow2f(I e) {
+    const std::uint32_t u = static_cast<std::uint32_t>(e + 127) << 23;
+    float r;
+    std::memcpy(&r, &u, sizeof r);
+    return r;
+  }
+  static I c_exponent(F c, std::int32_t min_exp) {
+    std::uint32_t u;
+    std::memcpy(&u, &c, sizeof u);
+    if ((u & 0x7FFFFFFFu) == 0) return min_exp;
+    return std::max(static_cast<std::int32_t>((u >> 23) & 0xFFu) - 127, -126);
+  }
+  static bool all_in(I e, std::int32_t lo, std::int32_t hi) { return e >= lo && e <= hi; }
+  static bool add_checked(I a, I b, I& sum) {
+    const std::int64_t wide = std::int64_t{a} + b;
+    sum = static_cast<std::int32_t>(wide);
+    return wide == sum;
+  }
+  template <int kFracBits, bool kE8m13>
+  static F round_sum(I total, I e) {
+    const double d = std::ldexp(static_cast<double>(total), e - kFracBits);  // exact
+    std::uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    u &= ~((std::uint64_t{1} << (52 - (kE8m13 ? 13 : 23))) - 1u);
+    double r;
+    std::memcpy(&r, &u, sizeof r);
+    return static_cast<float>(r);  // exact, or inf beyond the largest binade
+  }
+};
+#endif
+
+// One block (n <= P::kBlock products from a, b) of the 16 lanes through the double form: the
+// float operands widened (exactly) to lane_chain's.
+template <class P>
+void double_block(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+                  std::ptrdiff_t ldb, int n, double* acc) {
+  alignas(64) double ad[P::kBlock], ead[P::kBlock];                    // (n)
+  alignas(64) double bd[P::kBlock * kLanes], ebd[P::kBlock * kLanes];  // (n, 16)
+  for (int i = 0; i < n; ++i) {
+    ad[i] = a[i];
+    ead[i] = ea[i];
+    for (int l = 0; l < kLanes; ++l) {
+      bd[i * kLanes + l] = b[i * ldb + l];
+      ebd[i * kLanes + l] = eb[i * ldb + l];
+    }
+  }
+  lane_chain<P>(ad, ead, bd, ebd, kLanes, n, acc);
+}
+
+// kGroups groups of 16 lanes at once (independent chains: the float lanes' steps are short, and
+// a single 16-lane chain leaves the vector units waiting on its latency).
+template <class P, int kGroups>
+void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
+                       const std::int32_t* eb, std::ptrdiff_t ldb, int k, double* acc) {
+  static_assert(P::kFracBits <= 25, "float lanes need t < 2^27 (module comment)");
+  using LF = LaneOpsF;
+  constexpr int kLanesAll = kGroups * kLanes, kVf = kLanesAll / LF::kWidth;
+  constexpr std::int32_t kFastMin = P::kFracBits - 125, kFastMax = 126;
+  alignas(64) float c_buf[kLanesAll];  // (lanes) C, then each block's D
+  bool fp32_c = true;
+  for (int l = 0; l < kLanesAll; ++l) {
+    c_buf[l] = static_cast<float>(acc[l]);
+    fp32_c = fp32_c && static_cast<double>(c_buf[l]) == acc[l];
+  }
+  for (int k0 = 0; k0 < k; k0 += P::kBlock) {
+    const int k1 = std::min(k, k0 + P::kBlock);
+    typename LF::F c[kVf], up[kVf];
+    typename LF::I e[kVf], total[kVf];
+    for (int v = 0; v < kVf; ++v) {
+      c[v] = LF::loadf(c_buf + v * LF::kWidth);
+      e[v] = LF::c_exponent(c[v], P::kMinExp);
+    }
+    for (int i = k0; i < k1; ++i) {
+      if (a[i] == 0) continue;
+      const typename LF::I ei = LF::set1i(ea[i]);
+      for (int v = 0; v < kVf; ++v)
+        e[v] = LF::maxi(e[v], LF::addi(ei, LF::loadi(eb + i * ldb + v * LF::kWidth)));
+    }
+    bool fast = fp32_c;
+    for (int v = 0; v < kVf; ++v) fast = fast && LF::all_in(e[v], kFastMin, kFastMax);
+    if (fast) {
+      for (int v = 0; v < kVf; ++v) {
+        up[v] = LF::pow2f(LF::subi(LF::set1i(P::kFracBits), e[v]));
+        total[v] = LF::trunc_to_int(LF::mulf(c[v], up[v]));
+      }
+      for (int g0 = k0; g0 < k1 && fast; g0 += kTermsPerSum) {
+        typename LF::I part[kVf];
+        for (int v = 0; v < kVf; ++v) part[v] = LF::set1i(0);
+        for (int i = g0; i < std::min(k1, g0 + kTermsPerSum); ++i) {
+          if (a[i] == 0) continue;
+          const typename LF::F ai = LF::set1f(a[i]);
+          for (int v = 0; v < kVf; ++v) {
+            const typename LF::F p = LF::mulf(ai, LF::loadf(b + i * ldb + v * LF::kWidth));
+            part[v] = LF::addi(part[v], LF::trunc_to_int(LF::mulf(p, up[v])));
+          }
+        }
+        for (int v = 0; v < kVf; ++v) {
+          if constexpr (P::kBlock <= kTermsPerSum)
+            total[v] = LF::addi(total[v], part[v]);  // at most 8 terms and C: no overflow
+          else
+            fast = LF::add_checked(total[v], part[v], total[v]) && fast;
+        }
+      }
+    }
+    if (fast) {
+      for (int v = 0; v < kVf; ++v)
+        LF::storef(c_buf + v * LF::kWidth,
+                   LF::template round_sum<P::kFracBits, P::kE8m13>(total[v], e[v]));
+      continue;
+    }
+    // The double form from this block's C (acc holds it where C is not an fp32 value).
+    if (fp32_c)
+      for (int l = 0; l < kLanesAll; ++l) acc[l] = c_buf[l];
+    for (int g = 0; g < kGroups; ++g)
+      double_block<P>(a + k0, ea + k0, b + k0 * ldb + g * kLanes, eb + k0 * ldb + g * kLanes, ldb,
+                      k1 - k0, acc + g * kLanes);
+    fp32_c = true;  // D is an fp32 value (or inf / NaN, which stays what it is in float)
+    for (int l = 0; l < kLanesAll; ++l) c_buf[l] = static_cast<float>(acc[l]);
+  }
+  if (fp32_c)  // else no block ran (k == 0) and acc is C as it came
+    for (int l = 0; l < kLanesAll; ++l) acc[l] = c_buf[l];
+}
+
+// As lane_chain, on float operands and int32 exponents (operands_f), for lanes = 16 x groups
+// output elements: acc[l] (in: C; out: D), l < lanes, through the dot-adds of a[i] b[i ldb + l].
+template <class P>
+void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+                  std::ptrdiff_t ldb, int k, int groups, double* acc) {
+  for (int g = 0; g < groups; g += 4) {
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
+    switch (std::min(4, groups - g)) {
+      case 1:
+        lane_chain_groups<P, 1>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        break;
+      case 2:
+        lane_chain_groups<P, 2>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        break;
+      case 3:
+        lane_chain_groups<P, 3>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        break;
+      default:
+        lane_chain_groups<P, 4>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        break;
+    }
+  }
+}
+
+using LaneChainF = void (*)(const float*, const std::int32_t*, const float*, const std::int32_t*,
+                            std::ptrdiff_t, int, int, double*);
+
+}  // namespace attndev::attention::detail::tc_lanes
