@@ -7,7 +7,9 @@
 //     in order, as the reference's fma_chain). INT8/INT4 products summed in float are exact
 //     while d * 127^2 < 2^24 (quant_fast_covers), so the float chain equals the exact int32 sum.
 //   * QK^T and P V on a profile: 16 keys (or output columns) per call of the model's dot-adds
-//     (tc_simd_kernels.hpp lane_chain; quant_lanes.hpp for an fp16 D and for kind::mxf4nvf4).
+//     (tc_float_lanes.hpp lane_chain_f for an fp32 D, whose lanes skip to the scalar functions
+//     where an operand is not an exact float; quant_lanes.hpp for an fp16 D and for
+//     kind::mxf4nvf4).
 //     Block-scaled fp8 folds its power-of-two scales into the operands: x 2^s has exponent
 //     e + s whatever the format's emin clamp did to e (the clamp is applied before the fold),
 //     and (x 2^sa)(y 2^sb) 2^(F - E) equals x y 2^(F - E + sa + sb) exactly (no double under-
@@ -78,6 +80,9 @@ struct Shared {
   // The profile's lanes for fp8 / fp16 / block-scaled fp8 operands (fp16 D where P V
   // accumulates in fp16); kind::mxf4nvf4 runs quant_lanes::nvf4_lanes instead.
   tc_lanes::LaneChain qk_chain = nullptr, pv_chain = nullptr;
+  // The same profiles in float lanes (tc_float_lanes.hpp), where the chain has them (an fp32 D):
+  // used instead of qk_chain / pv_chain when set.
+  tc_lanes::LaneChainF qk_chain_f = nullptr, pv_chain_f = nullptr;
   numerics::FloatRounder p_round = {};  // P's element format, saturating
 };
 
@@ -108,6 +113,20 @@ int lane_operands(const double* x, int n, double emin, const int* s, double* val
   return bad;
 }
 
+// Lane operands (lane_operands) in the float lanes' form: values as floats, exponents as int32
+// (a zero's: kZeroExponentF). False if a value is not an exact float (a scale folded in beyond
+// fp32's range, NaN): its lanes then take the scalar functions.
+bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
+                         std::int32_t* ef) {
+  bool exact = true;
+  for (int i = 0; i < n; ++i) {
+    vf[i] = static_cast<float>(value[i]);
+    exact = exact && static_cast<double>(vf[i]) == value[i];
+    ef[i] = value[i] == 0 ? tc_lanes::kZeroExponentF : static_cast<std::int32_t>(expo[i]);
+  }
+  return exact;
+}
+
 // mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
 bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s) {
   bool ok = true;
@@ -123,6 +142,8 @@ bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, i
 // The Q rows of one work item as lane operands, made once per item.
 struct QLanes {
   std::vector<double> value = {}, expo = {};  // (rows, d)
+  std::vector<float> value_f = {};            // (rows, d) the float lanes' form (qk_chain_f)
+  std::vector<std::int32_t> expo_f = {};      // (rows, d)
   std::vector<char> special = {};             // (rows)
 };
 
@@ -133,12 +154,20 @@ void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLan
   ql.value.resize(sz(rows) * d);
   ql.expo.resize(ql.value.size());
   ql.special.assign(sz(rows), 0);
+  if (f.qk_chain_f) {
+    ql.value_f.resize(ql.value.size());
+    ql.expo_f.resize(ql.value.size());
+  }
   std::vector<int> s(sz(d));  // (d)
   for (int r = 0; r < rows; ++r) {
     const bool scales_ok = !mx || mx_row_exponents(f.qp.q, c.b, c.h, i0 + r, d, s.data());
     const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
                                   ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d);
     ql.special[sz(r)] = bad != 0 || !scales_ok;
+    if (f.qk_chain_f)
+      ql.special[sz(r)] |=
+          !float_lane_operands(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d, d,
+                               ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d);
   }
 }
 
@@ -150,26 +179,52 @@ void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, 
   const int ldb = (n_max + kLanes - 1) / kLanes * kLanes, groups = d / kNvBlock;
   const bool mx = f.r.qk == OperandKind::mxfp8, nv = f.r.qk == OperandKind::nvfp4;
   const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
-  std::vector<double> kb(sz(d) * ldb, 0.0), ke(kb.size(), tc_lanes::kZeroExponent);  // (d, ldb)
+  const bool in_float = f.qk_chain_f != nullptr;
+  const std::size_t tile = sz(d) * ldb;
+  std::vector<double> kb(in_float ? 0 : tile, 0.0);            // (d, ldb) K^T as read
+  std::vector<double> ke(kb.size(), tc_lanes::kZeroExponent);  // (d, ldb) its exponents
+  std::vector<float> kbf(in_float ? tile : 0, 0.f);            // (d, ldb) as floats
+  std::vector<std::int32_t> kef(kbf.size(), tc_lanes::kZeroExponentF);
   std::vector<double> ks(nv ? sz(groups) * ldb : 0, 0.0);  // (d / 16, ldb) nvfp4 K scales
   std::vector<char> key_special(sz(ldb), 0);               // (ldb)
   std::vector<double> kv(sz(d)), kx(sz(d));                // (d) one key's operands
   std::vector<int> se(sz(d));                              // (d) its scale exponents
+  std::vector<float> kvf(sz(d));                           // (d) one key as floats
+  std::vector<std::int32_t> kxf(sz(d));                    // (d) its exponents
   for (int j = 0; j < n_max; ++j) {
     const bool scales_ok = !mx || mx_row_exponents(k, c.b, c.h, j0 + j, d, se.data());
     const int bad = lane_operands(c.k8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
                                   kv.data(), kx.data());
     key_special[sz(j)] = bad != 0 || !scales_ok;
-    for (int t = 0; t < d; ++t) {  // K^T: keys in lanes
-      kb[sz(t) * ldb + j] = kv[sz(t)];
-      ke[sz(t) * ldb + j] = kx[sz(t)];
+    if (in_float) {
+      key_special[sz(j)] |= !float_lane_operands(kv.data(), kx.data(), d, kvf.data(), kxf.data());
+      for (int t = 0; t < d; ++t) {  // K^T: keys in lanes
+        kbf[sz(t) * ldb + j] = kvf[sz(t)];
+        kef[sz(t) * ldb + j] = kxf[sz(t)];
+      }
+    } else {
+      for (int t = 0; t < d; ++t) {
+        kb[sz(t) * ldb + j] = kv[sz(t)];
+        ke[sz(t) * ldb + j] = kx[sz(t)];
+      }
     }
     if (nv)
       for (int g = 0; g < groups; ++g)
         ks[sz(g) * ldb + j] = k.scales[k.group(c.b, c.h, j0 + j, 0) + g];
   }
+  std::vector<double> row(in_float ? sz(ldb) : 0);  // (ldb) one row of S from the float lanes
   for (int r = 0; r < rows; ++r) {
     const int i = i0 + r;
+    if (in_float) {
+      std::fill(row.begin(), row.end(), 0.0);
+      f.qk_chain_f(ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d, kbf.data(),
+                   kef.data(), ldb, d, (n[r] + kLanes - 1) / kLanes, row.data());
+      for (int j = 0; j < n[r]; ++j) {
+        const bool special = ql.special[sz(r)] || key_special[sz(j)] || !std::isfinite(row[sz(j)]);
+        s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : row[sz(j)]);
+      }
+      continue;
+    }
     const double* qa = ql.value.data() + sz(r) * d;                        // (d)
     const double* qe = ql.expo.data() + sz(r) * d;                         // (d)
     const double* qs = nv ? &q.scales[q.group(c.b, c.h, i, 0)] : nullptr;  // (d / 16)
@@ -474,19 +529,39 @@ void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<
     block_special |= lane_operands(c.v8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
                                    vb.data() + sz(j) * ldb, ve.data() + sz(j) * ldb) != 0;
   }
+  const bool in_float = f.pv_chain_f != nullptr;
+  std::vector<float> vbf(in_float ? vb.size() : 0);  // (n, ldb) V as floats
+  std::vector<std::int32_t> vef(vbf.size());         // (n, ldb) its exponents
+  if (in_float)
+    block_special |= !float_lane_operands(vb.data(), ve.data(), static_cast<int>(vb.size()),
+                                          vbf.data(), vef.data());
   if (block_special) std::fill(col_special.begin(), col_special.end(), 1);
   const double* vs = nv ? &vq.scales[vq.group(c.b, c.h, j0, 0)] : nullptr;  // (n / 16, d)
   std::vector<double> pa(sz(n_max)), pe(sz(n_max));                         // (n) one P row
   std::vector<int> ps(sz(n_max));                                           // (n) its exponents
+  std::vector<float> paf(in_float ? sz(n_max) : 0);                         // (n) as floats
+  std::vector<std::int32_t> pef(paf.size());                                // (n)
+  std::vector<double> row_d(in_float ? sz(ldb) : 0);  // (ldb) C, then D, from the float lanes
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
     const QuantPBlock& pb = pbs[sz(r)];
     if (mx)
       for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-    const bool row_special =
+    bool row_special =
         lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data()) != 0;
     float* cr = cacc + sz(r) * ld_c;  // (d)
+    if (in_float) {
+      row_special |= !float_lane_operands(pa.data(), pe.data(), n, paf.data(), pef.data());
+      for (int t = 0; t < ldb; ++t) row_d[sz(t)] = t < d ? static_cast<double>(cr[t]) : 0.0;
+      f.pv_chain_f(paf.data(), pef.data(), vbf.data(), vef.data(), ldb, n, ldb / kLanes,
+                   row_d.data());
+      for (int t = 0; t < d; ++t) {
+        const bool special = row_special || col_special[sz(t)] || !std::isfinite(row_d[sz(t)]);
+        cr[t] = f32(special ? quant_pv_dot(c, pb, j0, n, t, cr[t]) : row_d[sz(t)]);
+      }
+      continue;
+    }
     for (int c0 = 0; c0 < d; c0 += kLanes) {
       alignas(64) double lanes[kLanes] = {}, c_in[kLanes] = {};
       for (int l = 0; l < kLanes && c0 + l < d; ++l) lanes[l] = c_in[l] = cr[c0 + l];
@@ -637,15 +712,25 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
   }
   if (tc) {
     const mma::Instruction ins = mma::default_instruction(arch);
-    if (r.qk == OperandKind::mxfp8) f.qk_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-    if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16)
-      f.qk_chain = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3).chain;
-    if (r.pv == OperandKind::mxfp8) f.pv_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
+    if (r.qk == OperandKind::mxfp8) {
+      f.qk_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
+      f.qk_chain_f = &tc_lanes::lane_chain_f<mma::Sm100MxF8>;
+    }
+    if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16) {
+      const tc_lanes::Gemm g = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3);
+      f.qk_chain = g.chain;
+      f.qk_chain_f = g.chain_f;
+    }
+    if (r.pv == OperandKind::mxfp8) {
+      f.pv_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
+      f.pv_chain_f = &tc_lanes::lane_chain_f<mma::Sm100MxF8>;
+    }
     if (r.pv == OperandKind::fp8 || r.pv == OperandKind::fp16) {
       const mma::Kind kind = r.pv == OperandKind::fp16 ? mma::Kind::f16 : mma::Kind::f8;
       mma::with_profile(arch, ins, kind, [&](auto profile) {
         using P = decltype(profile);
         f.pv_chain = r.pv_fp16 ? &quant_lanes::lane_chain_fp16<P> : &tc_lanes::lane_chain<P>;
+        if (!r.pv_fp16) f.pv_chain_f = &tc_lanes::lane_chain_f<P>;
       });
     }
   }
