@@ -29,6 +29,13 @@ namespace {
 // one row of S are contiguous and a row of S is one array over j.
 constexpr int kBaselinePackColumns = 64;
 
+// The GEMMs of a tensor-core profile (policy "mma"): Q K^T of input x input, P V of prob x input.
+template <class T>
+TcSimdKernels<T> tc_kernels(const Problem& p, const Packed<T>& pk, int bh) {
+  return {pk, bh, tc_lanes::gemm_of(p.policy.mma, p.policy.input, p.policy.input),
+          tc_lanes::gemm_of(p.policy.mma, p.policy.prob, p.policy.input)};
+}
+
 template <class A, bool kFused, class Dequant, class T = typename A::Value>
 void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, const RowBlock& rb,
                  Output& out) {
@@ -44,12 +51,9 @@ void flash2_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant, 
                                  acc.data(),     pk.ld_v,      pv.data()};
   const int bh = rb.b * p.shape.heads + rb.h;
   if (p.policy.mma != numerics::mma::Arch::none) {  // the tensor-core profile's GEMMs
-    const TcSimdKernels<T> kernels{pk, bh,
-                                   tc_lanes::gemm_of(p.policy.mma, p.policy.input, p.policy.input),
-                                   tc_lanes::gemm_of(p.policy.mma, p.policy.prob, p.policy.input)};
-    rows::flash2_rows(A{p.policy}, kernels, dequant, rows::RegisterState{}, p.row_params(),
-                      rb.row_begin, rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
-                      key_mask(p.mask.get(), rb.b, rb.h));
+    rows::flash2_rows(A{p.policy}, tc_kernels(p, pk, bh), dequant, rows::RegisterState{},
+                      p.row_params(), rb.row_begin, rb.row_end, work, o_rows(out, rb),
+                      lse_rows(out, rb), key_mask(p.mask.get(), rb.b, rb.h));
     return;
   }
   const SimdKernels<T, kFused> kernels{pk, bh};
@@ -70,10 +74,16 @@ void flash1_item(const Problem& p, const Packed<T>& pk, const RowBlock& rb, Outp
   std::vector<T> pv(rows * pk.ld_v);   // (Br, ld) the block's P V
   const rows::Flash1Work<A> work{softmax.data(), count.data(), s.data(), pk.padded,
                                  o.data(),       pk.ld_v,      pv.data()};
-  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
-  rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
-                    rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
-                    key_mask(p.mask.get(), rb.b, rb.h));
+  const int bh = rb.b * p.shape.heads + rb.h;
+  auto run = [&](const auto& kernels) {
+    rows::flash1_rows(A{p.policy}, kernels, rows::HbmState{}, p.row_params(), rb.row_begin,
+                      rb.row_end, work, o_rows(out, rb), lse_rows(out, rb),
+                      key_mask(p.mask.get(), rb.b, rb.h));
+  };
+  if (p.policy.mma != numerics::mma::Arch::none)
+    run(tc_kernels(p, pk, bh));
+  else
+    run(SimdKernels<T, kFused>{pk, bh});
 }
 
 template <class A, bool kFused, class Dequant, class T = typename A::Value>
@@ -87,9 +97,16 @@ void baseline_item(const Problem& p, const Packed<T>& pk, const Dequant& dequant
   std::vector<T> acc(rows * pk.ld_v);  // (rows, ld)
   const rows::BaselineWork<A> work{softmax.data(), count.data(), s.data(),
                                    ld_s,           acc.data(),   pk.ld_v};
-  const SimdKernels<T, kFused> kernels{pk, rb.b * p.shape.heads + rb.h};
-  rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end, work,
-                      o_rows(out, rb), lse_rows(out, rb), key_mask(p.mask.get(), rb.b, rb.h));
+  const int bh = rb.b * p.shape.heads + rb.h;
+  auto run = [&](const auto& kernels) {
+    rows::baseline_rows(A{p.policy}, kernels, dequant, p.row_params(), rb.row_begin, rb.row_end,
+                        work, o_rows(out, rb), lse_rows(out, rb),
+                        key_mask(p.mask.get(), rb.b, rb.h));
+  };
+  if (p.policy.mma != numerics::mma::Arch::none)
+    run(tc_kernels(p, pk, bh));
+  else
+    run(SimdKernels<T, kFused>{pk, bh});
 }
 
 // The rows of every work item through the algorithm's row function. pk holds the operands the

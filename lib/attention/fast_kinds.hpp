@@ -127,9 +127,10 @@ constexpr FastKind value_kind(const numerics::PrecisionPolicy& policy) {
 constexpr FastKind fast_kind(Algorithm algorithm, const numerics::PrecisionPolicy& policy) {
   // The vector softmax form (PyTorch's CPU kernel) runs on the generic path only.
   if (policy.softmax != numerics::SoftmaxForm::fa2) return FastKind::none;
-  // A tensor-core profile's GEMMs have a fast form for flash2 (tc_simd_kernels.hpp); the other
-  // algorithms take them on the generic path (rows/tc_gemm.hpp).
-  if (policy.mma != numerics::mma::Arch::none && algorithm != Algorithm::flash2)
+  // A tensor-core profile's GEMMs have a fast form for flash2, flash1 and the baseline
+  // (tc_simd_kernels.hpp); the other algorithms take them on the generic path (rows/tc_gemm.hpp).
+  if (policy.mma != numerics::mma::Arch::none && algorithm != Algorithm::flash2 &&
+      algorithm != Algorithm::flash1 && algorithm != Algorithm::baseline)
     return FastKind::none;
   const FastKind kind = fast_rules::value_kind(policy);
   if (kind == FastKind::none || !has_fast_instance(fast_instance(kind, policy)))

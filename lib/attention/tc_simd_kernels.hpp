@@ -60,45 +60,18 @@ struct TcSimdKernels {
   int bh;  // flat (batch * H + head)
   tc_lanes::Gemm qk, pv_gemm;
 
-  // S of rows [row_begin, +rows) against keys j0 + [0, n[r]): the K tile in lanes of keys.
+  // S of rows [row_begin, +rows) against keys j0 + [0, n[r]), one K tile (pk.block keys from a
+  // tile's start j0) at a time: flash1 and flash2 pass one tile, the baseline every key of a row
+  // (its tiles are pk.block = pk.padded columns, so a row of S is one array over j).
   template <class A>
   void scores(const A&, int row_begin, int rows, int j0, const int* n, T* s, int ld_s) const {
-    using namespace tc_lanes;
     int n_max = 0;
     for (int r = 0; r < rows; ++r) n_max = std::max(n_max, n[r]);
-    if (n_max == 0) return;
-    const int d = pk.d, ldb = (n_max + kLanes - 1) / kLanes * kLanes;
-    const int emin_q = numerics::traits(qk.operands.a).min_exponent;
-    const int emin_k = numerics::traits(qk.operands.b).min_exponent;
-    const T* tile = pk.kt_tile(bh, j0 / pk.block);                  // (d, padded)
-    std::vector<float> kb(static_cast<std::size_t>(d) * ldb, 0.f);  // (d, ldb) K^T as read
-    std::vector<std::int32_t> ke(kb.size(), kZeroExponentF);        // (d, ldb) its exponents
-    int tile_special = 0;
-    for (int t = 0; t < d; ++t)
-      tile_special += operands_f(tile + static_cast<std::size_t>(t) * pk.padded, n_max, emin_k,
-                                 qk.tf32, kb.data() + static_cast<std::size_t>(t) * ldb,
-                                 ke.data() + static_cast<std::size_t>(t) * ldb);
-    const std::vector<char> key_special = special_lanes(ke, d, ldb, tile_special);  // (ldb)
-    std::vector<float> qa(static_cast<std::size_t>(d));                             // (d) one Q row
-    std::vector<std::int32_t> qe(qa.size());                 // (d) its exponents
-    std::vector<double> acc(static_cast<std::size_t>(ldb));  // (ldb) D
-    std::vector<double> kd(static_cast<std::size_t>(d));     // (d) a key for the scalar model
-    for (int r = 0; r < rows; ++r) {
-      if (n[r] == 0) continue;
-      const T* q = pk.q_head(bh) + static_cast<std::size_t>(row_begin + r) * d;  // (d)
-      const bool row_special = operands_f(q, d, emin_q, qk.tf32, qa.data(), qe.data()) != 0;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      qk.chain_f(qa.data(), qe.data(), kb.data(), ke.data(), ldb, d, (n[r] + kLanes - 1) / kLanes,
-                 acc.data());
-      for (int j = 0; j < n[r]; ++j) {
-        double& x = acc[static_cast<std::size_t>(j)];
-        if (row_special || key_special[static_cast<std::size_t>(j)] || !std::isfinite(x)) {
-          for (int t = 0; t < d; ++t)
-            kd[static_cast<std::size_t>(t)] = kb[static_cast<std::size_t>(t) * ldb + j];
-          x = scalar_dot(qk, qa.data(), kd.data(), 1, d, 0.0);
-        }
-        s[static_cast<std::size_t>(r) * ld_s + j] = static_cast<T>(x);
-      }
+    std::vector<int> n_tile(static_cast<std::size_t>(rows));  // (rows) keys of the tile
+    for (int t0 = 0; t0 < n_max; t0 += pk.block) {
+      for (int r = 0; r < rows; ++r)
+        n_tile[static_cast<std::size_t>(r)] = std::clamp(n[r] - t0, 0, pk.block);
+      scores_tile(row_begin, rows, j0 + t0, n_tile.data(), s + t0, ld_s);
     }
   }
 
@@ -152,6 +125,47 @@ struct TcSimdKernels {
   }
 
  private:
+  // scores() on one tile: keys j0 + [0, n[r]), n[r] <= pk.block, j0 a tile's start.
+  void scores_tile(int row_begin, int rows, int j0, const int* n, T* s, int ld_s) const {
+    using namespace tc_lanes;
+    int n_max = 0;
+    for (int r = 0; r < rows; ++r) n_max = std::max(n_max, n[r]);
+    if (n_max == 0) return;
+    const int d = pk.d, ldb = (n_max + kLanes - 1) / kLanes * kLanes;
+    const int emin_q = numerics::traits(qk.operands.a).min_exponent;
+    const int emin_k = numerics::traits(qk.operands.b).min_exponent;
+    const T* tile = pk.kt_tile(bh, j0 / pk.block);                  // (d, padded)
+    std::vector<float> kb(static_cast<std::size_t>(d) * ldb, 0.f);  // (d, ldb) K^T as read
+    std::vector<std::int32_t> ke(kb.size(), kZeroExponentF);        // (d, ldb) its exponents
+    int tile_special = 0;
+    for (int t = 0; t < d; ++t)
+      tile_special += operands_f(tile + static_cast<std::size_t>(t) * pk.padded, n_max, emin_k,
+                                 qk.tf32, kb.data() + static_cast<std::size_t>(t) * ldb,
+                                 ke.data() + static_cast<std::size_t>(t) * ldb);
+    const std::vector<char> key_special = special_lanes(ke, d, ldb, tile_special);  // (ldb)
+    std::vector<float> qa(static_cast<std::size_t>(d));                             // (d) one Q row
+    std::vector<std::int32_t> qe(qa.size());                 // (d) its exponents
+    std::vector<double> acc(static_cast<std::size_t>(ldb));  // (ldb) D
+    std::vector<double> kd(static_cast<std::size_t>(d));     // (d) a key for the scalar model
+    for (int r = 0; r < rows; ++r) {
+      if (n[r] == 0) continue;
+      const T* q = pk.q_head(bh) + static_cast<std::size_t>(row_begin + r) * d;  // (d)
+      const bool row_special = operands_f(q, d, emin_q, qk.tf32, qa.data(), qe.data()) != 0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      qk.chain_f(qa.data(), qe.data(), kb.data(), ke.data(), ldb, d, (n[r] + kLanes - 1) / kLanes,
+                 acc.data());
+      for (int j = 0; j < n[r]; ++j) {
+        double& x = acc[static_cast<std::size_t>(j)];
+        if (row_special || key_special[static_cast<std::size_t>(j)] || !std::isfinite(x)) {
+          for (int t = 0; t < d; ++t)
+            kd[static_cast<std::size_t>(t)] = kb[static_cast<std::size_t>(t) * ldb + j];
+          x = scalar_dot(qk, qa.data(), kd.data(), 1, d, 0.0);
+        }
+        s[static_cast<std::size_t>(r) * ld_s + j] = static_cast<T>(x);
+      }
+    }
+  }
+
   // Per lane of a (rows, ldb) exponent array: whether the column holds an inf or NaN (nothing to
   // scan where operands_f counted none).
   static std::vector<char> special_lanes(const std::vector<std::int32_t>& expo, int rows, int ldb,

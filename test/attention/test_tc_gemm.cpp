@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/attention.hpp"
@@ -88,7 +89,9 @@ TEST_CASE("a policy with \"mma\" runs the named profile, and sm89 is sm80 for 16
   sm80.mma = mma::Arch::sm80;
   sm90.mma = mma::Arch::sm90;
   CHECK(std::string(attention::kernel_path(attention::Algorithm::flash2, sm90, opt)) == "fast-f32");
-  CHECK(std::string(attention::kernel_path(attention::Algorithm::flash1, sm90, opt)) == "generic");
+  CHECK(std::string(attention::kernel_path(attention::Algorithm::flash1, sm90, opt)) == "fast-f32");
+  CHECK(std::string(attention::kernel_path(attention::Algorithm::baseline, sm90, opt)) ==
+        "fast-f32");
   for (attention::Algorithm alg : attention::kAllAlgorithms) {
     INFO(attention::algorithm_name(alg));
     const auto o_fma = attention::run(alg, fma, in, opt).o.data;
@@ -103,7 +106,7 @@ TEST_CASE("a policy with \"mma\" runs the named profile, and sm89 is sm80 for 16
   }
 }
 
-TEST_CASE("flash2's fast path on a tensor-core profile equals the generic path bit for bit",
+TEST_CASE("the fast path on a tensor-core profile equals the generic path bit for bit",
           "[tc_gemm][mma]") {
   // Every profile of 16-bit, fp8 and tf32 operands; odd shapes (tails of the 16-lane groups and
   // of the k blocks); and inputs with huge values whose scores overflow to inf and NaN (the
@@ -138,15 +141,18 @@ TEST_CASE("flash2's fast path on a tensor-core profile equals the generic path b
       in.k.data[45] = -run.huge;  // key 1, the same column: its score overflows
       in.v.data[3] = run.huge;
     }
-    for (bool causal : {false, true}) {
+    for (auto [alg, causal] : {std::pair{attention::Algorithm::flash2, false},
+                               std::pair{attention::Algorithm::flash2, true},
+                               std::pair{attention::Algorithm::flash1, true},
+                               std::pair{attention::Algorithm::baseline, false}}) {
+      INFO(attention::algorithm_name(alg));
       attention::Options fast, generic;
       fast.causal = generic.causal = causal;
       fast.block_c = generic.block_c = 48;
       generic.path = attention::Options::Path::generic;
-      REQUIRE(std::string(attention::kernel_path(attention::Algorithm::flash2, policy, fast)) ==
-              "fast-f32");
-      const attention::Output f = attention::run(attention::Algorithm::flash2, policy, in, fast);
-      const attention::Output g = attention::run(attention::Algorithm::flash2, policy, in, generic);
+      REQUIRE(std::string(attention::kernel_path(alg, policy, fast)) == "fast-f32");
+      const attention::Output f = attention::run(alg, policy, in, fast);
+      const attention::Output g = attention::run(alg, policy, in, generic);
       // Equal bits, or both NaN: a NaN's sign after the row functions' own arithmetic (alpha =
       // exp(inf - inf) times a NaN) is the x86 rule of the first operand, which the compiled
       // operand order of each path decides; the GEMMs' NaN is the model's canonical one in both.
