@@ -76,10 +76,31 @@ struct TcSimdKernels {
   }
 
   // acc(r, t) = the chain over the block's keys [0, count[r]) with C = acc(r, t): V rows in lanes
-  // of output columns.
+  // of output columns, kPvChunk keys at a time (the baseline's P V runs over every key, and V
+  // converted whole would not stay in cache). A chain split at a multiple of the profile's block
+  // is the same chain (each block's D is the next one's C), and acc holds each chunk's D exactly
+  // (an fp32 value, inf or the canonical NaN).
   template <class A>
   void pv(const A&, const T* p, int ld_p, const int* count, int rows, int j0, T* acc,
           int ld_acc) const {
+    int n_max = 0;
+    for (int r = 0; r < rows; ++r) n_max = std::max(n_max, count[r]);
+    std::vector<int> n_chunk(static_cast<std::size_t>(rows));  // (rows) keys of the chunk
+    for (int k0 = 0; k0 < n_max; k0 += kPvChunk) {
+      for (int r = 0; r < rows; ++r)
+        n_chunk[static_cast<std::size_t>(r)] = std::clamp(count[r] - k0, 0, kPvChunk);
+      pv_chunk(p + k0, ld_p, n_chunk.data(), rows, j0 + k0, acc, ld_acc);
+    }
+  }
+
+ private:
+  // Keys of a multiple of the largest profile block (32) per pv_chunk call.
+  static constexpr int kPvChunk = 256;
+  static_assert(kPvChunk % 32 == 0, "a chunk must end on a block boundary of every profile");
+
+  // pv() on keys j0 + [0, count[r]), count[r] <= kPvChunk.
+  void pv_chunk(const T* p, int ld_p, const int* count, int rows, int j0, T* acc,
+                int ld_acc) const {
     using namespace tc_lanes;
     int n_max = 0;
     for (int r = 0; r < rows; ++r) n_max = std::max(n_max, count[r]);
@@ -124,7 +145,6 @@ struct TcSimdKernels {
     }
   }
 
- private:
   // scores() on one tile: keys j0 + [0, n[r]), n[r] <= pk.block, j0 a tile's start.
   void scores_tile(int row_begin, int rows, int j0, const int* n, T* s, int ld_s) const {
     using namespace tc_lanes;
