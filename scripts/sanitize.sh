@@ -19,7 +19,11 @@ cmake --build --preset sanitize -j "$jobs"
 # memory and undefined behaviour in code that reads untrusted input or manages memory and
 # processes. The randomized numeric tests run at the smoke scale (test/test_scale.hpp): their full
 # counts run in the GCC build, and a sanitizer finds an out-of-bounds index or an overflowing shift
-# on the first case that reaches it. Left out, each run in the GCC build:
+# on the first case that reaches it. The flash2-tc host-simulator tests (every CUDA thread a host
+# thread: the suite's longest) run one shape through every kernel of the table, and the twin's
+# per-profile comparison under sm90 alone (sm80's kernel and twin paths run in its negative
+# controls; the bits of both profiles are compared in the GCC build). Left out, each run in the
+# GCC build:
 #   papers     whole paper sweeps (minutes at -O1 with ASan), through the same runner code that
 #              the cli and experiment tests run;
 #   slurm      a real one-node SLURM cluster (daemons, queue waits), the runner as above;

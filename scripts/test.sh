@@ -21,15 +21,28 @@ budget_s=$((45 * 60))
 step_names=()
 step_seconds=()
 step_outcomes=()
+step_cache=()
 run_start=$SECONDS
+# Each step's compiles as the compiler cache served them (hits/misses, from ccache's per-call log,
+# so other builds on the machine do not count): a warm run whose builds miss has lost its cache
+# key (an absolute path in a unit's text or command line, say: cmake/unity.cmake).
+stats_dir=build/ccache-stats
+rm -rf "$stats_dir"
+mkdir -p "$stats_dir"
 # step NAME COMMAND...: runs COMMAND as one step of the table; its failure ends the run (set -e).
 step() {
-  local name="$1" start=$SECONDS status=0
+  local name="$1" start=$SECONDS status=0 log
   shift
   echo "== test.sh: $name" >&2
-  "$@" || status=$?
+  log="$stats_dir/${#step_names[@]}.log"
+  CCACHE_STATSLOG="$PWD/$log" "$@" || status=$?
   step_names+=("$name")
   step_seconds+=($((SECONDS - start)))
+  if [ -s "$log" ]; then
+    step_cache+=("$(grep -Ec '^(direct|preprocessed)_cache_hit$' "$log" || :)/$(grep -c '^cache_miss$' "$log" || :)")
+  else
+    step_cache+=("")
+  fi
   case "$status" in
     0) step_outcomes+=(ok) ;;
     77) step_outcomes+=("SKIPPED (exit 77)") ;;
@@ -40,6 +53,7 @@ step() {
 skip_step() {  # skip_step NAME WHY
   step_names+=("$1")
   step_seconds+=(0)
+  step_cache+=("")
   step_outcomes+=("left out: $2")
 }
 summary() {
@@ -47,11 +61,13 @@ summary() {
   {
     echo
     echo "test.sh: step times (wall clock, $(nproc) cores)"
-    printf '  %-44s %8s  %s\n' step seconds outcome
+    printf '  %-44s %8s %14s  %s\n' step seconds "cache hit/miss" outcome
     for i in "${!step_names[@]}"; do
-      printf '  %-44s %8s  %s\n' "${step_names[$i]}" "${step_seconds[$i]}" "${step_outcomes[$i]}"
+      printf '  %-44s %8s %14s  %s\n' "${step_names[$i]}" "${step_seconds[$i]}" \
+        "${step_cache[$i]}" "${step_outcomes[$i]}"
     done
-    printf '  %-44s %8s  %s\n' total "$total" "$([ "$status" = 0 ] && echo passed || echo FAILED)"
+    printf '  %-44s %8s %14s  %s\n' total "$total" "" \
+      "$([ "$status" = 0 ] && echo passed || echo FAILED)"
     if [ "$total" -gt "$budget_s" ]; then
       echo "test.sh: WARNING: the run took $((total / 60)) min, over its budget of" \
            "$((budget_s / 60)) min (CI stops at 90): find the step that grew (docs/development.md)"
