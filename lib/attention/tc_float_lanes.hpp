@@ -309,6 +309,7 @@ void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
 template <class P>
 void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
                   std::ptrdiff_t ldb, int k, int groups, double* acc) {
+  if (k == 0) return;  // no dot-add runs: D is C as it came (and a, b may be empty)
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {

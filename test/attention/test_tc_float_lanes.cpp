@@ -105,8 +105,11 @@ void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int
     lanes::lane_chain_f<P>(af.data(), ea.data(), bf.data(), eb.data(), n, cs.k, cs.groups,
                            acc.data());
     for (int l = 0; l < n; ++l) {
-      const double want = mma::dot<P>(op, cs.a.data(), 1, cs.b.data() + l, n, cs.k,
-                                      cs.c[static_cast<std::size_t>(l)], mma::Output::fp32);
+      // k = 0: b is empty (no pointer to offset) and D is C.
+      const double want = cs.k == 0
+                              ? cs.c[static_cast<std::size_t>(l)]
+                              : mma::dot<P>(op, cs.a.data(), 1, cs.b.data() + l, n, cs.k,
+                                            cs.c[static_cast<std::size_t>(l)], mma::Output::fp32);
       const double got = acc[static_cast<std::size_t>(l)];
       INFO(mma::arch_name(P::kArch)
            << " kind " << static_cast<int>(kind) << " draw " << static_cast<int>(how) << " k "
