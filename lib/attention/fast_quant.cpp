@@ -8,8 +8,8 @@
 //     while d * 127^2 < 2^24 (quant_fast_covers), so the float chain equals the exact int32 sum.
 //   * QK^T and P V on a profile: 16 keys (or output columns) per call of the model's dot-adds
 //     (tc_float_lanes.hpp lane_chain_f for an fp32 D, whose lanes skip to the scalar functions
-//     where an operand is not an exact float; quant_lanes.hpp for an fp16 D and for
-//     kind::mxf4nvf4).
+//     where an operand is not an exact float; tc_lanes.hpp's double lane_chain for an fp16 D;
+//     quant_lanes.hpp for kind::mxf4nvf4).
 //     Block-scaled fp8 folds its power-of-two scales into the operands: x 2^s has exponent
 //     e + s whatever the format's emin clamp did to e (the clamp is applied before the fold),
 //     and (x 2^sa)(y 2^sb) 2^(F - E) equals x y 2^(F - E + sa + sb) exactly (no double under-
@@ -34,6 +34,7 @@
 #include "attention/kernels.hpp"
 #include "attention/quant_attention.hpp"
 #include "attention/quant_lanes.hpp"
+#include "attention/tc_simd_kernels.hpp"
 #include "attention/rows/mask.hpp"
 #include "numerics/float_rounder.hpp"
 #include "numerics/math.hpp"
@@ -729,7 +730,8 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
       const mma::Kind kind = r.pv == OperandKind::fp16 ? mma::Kind::f16 : mma::Kind::f8;
       mma::with_profile(arch, ins, kind, [&](auto profile) {
         using P = decltype(profile);
-        f.pv_chain = r.pv_fp16 ? &quant_lanes::lane_chain_fp16<P> : &tc_lanes::lane_chain<P>;
+        f.pv_chain =
+            r.pv_fp16 ? &tc_lanes::lane_chain<P, mma::Output::fp16> : &tc_lanes::lane_chain<P>;
         if (!r.pv_fp16) f.pv_chain_f = &tc_lanes::lane_chain_f<P>;
       });
     }

@@ -158,55 +158,78 @@ struct LaneOps {
 };
 #endif
 
-// D of 16 / kWidth lanes, rounded as mma::round_d rounds an fp32 D: sum is the exact sum of
-// the truncated terms (integers), e the block's alignment exponent E; a zero sum gives +0.
-template <class P>
-LaneOps::V round_lanes(LaneOps::V sum, LaneOps::V e) {
+// mma::round_d for an fp32 D (toward zero to kKeep fraction bits, subnormals kept, inf from
+// 2^128 up), on lanes of exact values d.
+template <int kKeep>
+inline LaneOps::V round_fp32_rz(LaneOps::V d) {
   using L = LaneOps;
-  using V = L::V;
-  constexpr int kKeep = P::kE8m13 ? 13 : 23;
   constexpr std::uint64_t kKeepMask =
       ~((std::uint64_t{1} << (52 - kKeep)) - 1u) & ~(std::uint64_t{1} << 63);
-  const V zero = L::set1(0.0), inf = L::set1(static_cast<double>(INFINITY));
-  const V sub_up = L::set1(std::ldexp(1.0, 126 + kKeep)),
-          sub_down = L::set1(std::ldexp(1.0, -126 - kKeep));
-  const V smallest_normal = L::set1(0x1p-126), overflow = L::set1(0x1p128);
-  const V d = L::mul(sum, L::pow2(L::sub(e, L::set1(P::kFracBits))));
-  const V mag = L::bits_and(d, ~(std::uint64_t{1} << 63));
-  const V normal = L::bits_and(mag, kKeepMask);
-  const V sub = L::mul(L::trunc(L::mul(mag, sub_up)), sub_down);
-  V r = L::if_lt(mag, smallest_normal, sub, normal);
-  r = L::if_lt(mag, overflow, r, inf);
-  r = L::bits_or(r, L::bits_and(d, std::uint64_t{1} << 63));
-  return L::if_eq(sum, zero, zero, r);
+  const L::V mag = L::bits_and(d, ~(std::uint64_t{1} << 63));
+  const L::V normal = L::bits_and(mag, kKeepMask);
+  const L::V sub = L::mul(L::trunc(L::mul(mag, L::set1(std::ldexp(1.0, 126 + kKeep)))),
+                          L::set1(std::ldexp(1.0, -126 - kKeep)));
+  L::V r = L::if_lt(mag, L::set1(0x1p-126), sub, normal);
+  r = L::if_lt(mag, L::set1(0x1p128), r, L::set1(static_cast<double>(INFINITY)));
+  return L::bits_or(r, L::bits_and(d, std::uint64_t{1} << 63));
 }
 
-// E's start for 16 / kWidth lanes of C (fp32 values): C's exponent as an fp32 value's, at
-// least P::kMinExp; C = 0 takes no part.
-template <class P>
-LaneOps::V c_exponent_lanes(LaneOps::V c) {
+// round_to(fp16, d) of lanes of exact normal doubles: the quantum 2^(max(e, -14) - 10), the
+// quotient (below 2^11) rounded to an integer by adding and subtracting 2^52 (the double
+// adder's own nearest-even; the build never reassociates), inf above 65504.
+inline LaneOps::V round_fp16_rne(LaneOps::V d) {
   using L = LaneOps;
-  const L::V min_e = L::set1(P::kMinExp);
+  const L::V mag = L::bits_and(d, ~(std::uint64_t{1} << 63));
+  const L::V e = L::max(L::exponent(mag), L::set1(-14.0));
+  const L::V x = L::mul(mag, L::pow2(L::sub(L::set1(10.0), e)));
+  const L::V whole = L::sub(L::add(x, L::set1(0x1p52)), L::set1(0x1p52));
+  L::V r = L::mul(whole, L::pow2(L::sub(e, L::set1(10.0))));
+  r = L::if_lt(L::set1(65504.0), r, L::set1(static_cast<double>(INFINITY)), r);
+  return L::bits_or(r, L::bits_and(d, std::uint64_t{1} << 63));
+}
+
+// E's start for 16 / kWidth lanes of C: C's exponent as an fp32 value's, at least min_exp (the
+// profile's kMinExp, or kMinExpFp16 for an fp16 D); C = 0 takes no part.
+inline LaneOps::V c_exponent_lanes(LaneOps::V c, double min_exp) {
+  using L = LaneOps;
+  const L::V min_e = L::set1(min_exp);
   return L::if_eq(c, L::set1(0.0), min_e, L::max(min_e, L::max(L::exponent(c), L::set1(-126.0))));
 }
 
-// The 16 lanes' D after a chain over k products: acc[l] (in: C, out: D) through the profile's
-// dot-adds of a[i] b[i * ldb + l], i = 0, 1, ..., k-1, blocks of P::kBlock from i = 0.
-// ea / eb: the operands' exponents (max(e, emin); a zero: kZeroExponent). Per lane, the steps
-// of mma::fused_dot_add.
-template <class P>
+// D of 16 / kWidth lanes from the exact sum of the truncated terms (integers) and the block's
+// alignment exponent e, rounded as mma::round_d rounds D of type kOut (fp32: toward zero to 23
+// or, e8m13, 13 fraction bits; fp16: to nearest even); a zero sum gives +0.
+template <class P, numerics::mma::Output kOut>
+LaneOps::V round_lanes(LaneOps::V sum, LaneOps::V e) {
+  using L = LaneOps;
+  const L::V d = L::mul(sum, L::pow2(L::sub(e, L::set1(P::kFracBits))));
+  L::V r;
+  if constexpr (kOut == numerics::mma::Output::fp16)
+    r = round_fp16_rne(d);
+  else
+    r = round_fp32_rz < P::kE8m13 ? 13 : 23 > (d);
+  return L::if_eq(sum, L::set1(0.0), L::set1(0.0), r);
+}
+
+// The 16 lanes' D after a chain over k products: acc[l] (in: C, out: D, values of kOut) through
+// the profile's dot-adds of a[i] b[i * ldb + l], i = 0, 1, ..., k-1, blocks of P::kBlock from
+// i = 0. ea / eb: the operands' exponents (max(e, emin); a zero: kZeroExponent). Per lane, the
+// steps of mma::fused_dot_add; an fp16 D (SageAttention 1's and 2++'s P V accumulator) starts
+// E at kMinExpFp16 and rounds to nearest even, inf beyond 65504.
+template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
 void lane_chain(const double* a, const double* ea, const double* b, const double* eb,
                 std::ptrdiff_t ldb, int k, double* acc) {
   using L = LaneOps;
   using V = L::V;
   constexpr int kVecs = kLanes / L::kWidth;
+  constexpr double kMinExp = kOut == numerics::mma::Output::fp16 ? P::kMinExpFp16 : P::kMinExp;
   const V f = L::set1(P::kFracBits);
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);
   for (int k0 = 0; k0 < k; k0 += P::kBlock) {
     const int k1 = std::min(k, k0 + P::kBlock);
     V e[kVecs], up[kVecs], sum[kVecs];
-    for (int v = 0; v < kVecs; ++v) e[v] = c_exponent_lanes<P>(c[v]);
+    for (int v = 0; v < kVecs; ++v) e[v] = c_exponent_lanes(c[v], kMinExp);
     for (int i = k0; i < k1; ++i) {
       if (a[i] == 0) continue;
       const V ei = L::set1(ea[i]);
@@ -224,7 +247,7 @@ void lane_chain(const double* a, const double* ea, const double* b, const double
         sum[v] = L::add(sum[v],
                         L::trunc(L::mul(L::mul(ai, L::load(b + i * ldb + v * L::kWidth)), up[v])));
     }
-    for (int v = 0; v < kVecs; ++v) c[v] = round_lanes<P>(sum[v], e[v]);
+    for (int v = 0; v < kVecs; ++v) c[v] = round_lanes<P, kOut>(sum[v], e[v]);
   }
   for (int v = 0; v < kVecs; ++v) L::store(acc + v * L::kWidth, c[v]);
 }

@@ -159,7 +159,8 @@ TEST_CASE("quant lanes: the fp16-D chain equals the scalar model on every profil
       using Chain = attndev::attention::detail::tc_lanes::LaneChain;
       Chain chain = nullptr;
       mma::with_profile(arch, mma::default_instruction(arch), kind, [&](auto profile) {
-        chain = &attndev::attention::detail::quant_lanes::lane_chain_fp16<decltype(profile)>;
+        chain =
+            &attndev::attention::detail::tc_lanes::lane_chain<decltype(profile), mma::Output::fp16>;
       });
       if (!chain) continue;  // sm80 has no fp8
       const mma::DotFunction dot = mma::dot_function(arch, mma::default_instruction(arch), kind);
