@@ -7,9 +7,9 @@
 //     in order, as the reference's fma_chain). INT8/INT4 products summed in float are exact
 //     while d * 127^2 < 2^24 (quant_fast_covers), so the float chain equals the exact int32 sum.
 //   * QK^T and P V on a profile: 16 keys (or output columns) per call of the model's dot-adds
-//     (tc_float_lanes.hpp lane_chain_f for an fp32 D, whose lanes skip to the scalar functions
-//     where an operand is not an exact float; tc_lanes.hpp's double lane_chain for an fp16 D;
-//     quant_lanes.hpp for kind::mxf4nvf4).
+//     (tc_float_lanes.hpp lane_chain_f, fp32 or fp16 D, whose lanes skip to the scalar
+//     functions where an operand is not an exact float; quant_lanes.hpp for kind::mxf4nvf4), on
+//     operands converted once per head (quant_operands.hpp).
 //     Block-scaled fp8 folds its power-of-two scales into the operands: x 2^s has exponent
 //     e + s whatever the format's emin clamp did to e (the clamp is applied before the fold),
 //     and (x 2^sa)(y 2^sb) 2^(F - E) equals x y 2^(F - E + sa + sb) exactly (no double under-
@@ -33,7 +33,9 @@
 
 #include "attention/kernels.hpp"
 #include "attention/quant_attention.hpp"
+#include "attention/parallel.hpp"
 #include "attention/quant_lanes.hpp"
+#include "attention/quant_operands.hpp"
 #include "attention/tc_simd_kernels.hpp"
 #include "attention/rows/mask.hpp"
 #include "numerics/float_rounder.hpp"
@@ -51,9 +53,17 @@ using quant::OperandKind;
 using quant::ProbForm;
 using quant::PvForm;
 using quant::ScoreForm;
+using quant_operands::float_lane_operands;
+using quant_operands::HeadOperands;
+using quant_operands::KeyTiles;
+using quant_operands::lane_operands;
+using quant_operands::mx_row_exponents;
+using quant_operands::ValueRows;
 
 constexpr float kNegInf = -INFINITY;
-constexpr int kMxBlock = 32, kNvBlock = 16, kLanes = tc_lanes::kLanes;
+using quant_operands::kMxBlock;
+using quant_operands::kNvBlock;
+constexpr int kLanes = tc_lanes::kLanes;
 // SageAttention3's P scaling, as quant_attention.cpp: P in [0, 448 * 6].
 constexpr double kSage3PMax = 448.0 * 6.0;
 
@@ -89,75 +99,41 @@ struct Shared {
 
 // ---- QK^T ------------------------------------------------------------------------------------
 
-// Lane operands of x[0, n): value x 2^s[i] and exponent max(e(x), emin) + s[i] (a zero:
-// tc_lanes::kZeroExponent), as the tensor-core lanes read them, with a power-of-two scale 2^s[i]
-// folded in (s: nullptr for none), in loops that vectorize. Returns how many x are not finite.
-int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo) {
-  int bad = 0;
-  for (int i = 0; i < n; ++i) {
-    std::uint64_t u;
-    std::memcpy(&u, &x[i], sizeof u);
-    const int field = static_cast<int>((u >> 52) & 0x7FFu);
-    bad += field == 0x7FF;
-    const double e = std::max(static_cast<double>(field - 1023), emin);
-    value[i] = x[i];
-    expo[i] = x[i] == 0 ? tc_lanes::kZeroExponent : e;
-  }
-  if (s)
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t bits = static_cast<std::uint64_t>(s[i] + 1023) << 52;  // 2^s, |s| <= 127
-      double p2;
-      std::memcpy(&p2, &bits, sizeof p2);
-      value[i] = value[i] * p2;
-      expo[i] = expo[i] + s[i];  // a zero's stays far below every product's
-    }
-  return bad;
-}
-
-// Lane operands (lane_operands) in the float lanes' form: values as floats, exponents as int32
-// (a zero's: kZeroExponentF). False if a value is not an exact float (a scale folded in beyond
-// fp32's range, NaN): its lanes then take the scalar functions.
-bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
-                         std::int32_t* ef) {
-  bool exact = true;
-  for (int i = 0; i < n; ++i) {
-    vf[i] = static_cast<float>(value[i]);
-    exact = exact && static_cast<double>(vf[i]) == value[i];
-    ef[i] = value[i] == 0 ? tc_lanes::kZeroExponentF : static_cast<std::int32_t>(expo[i]);
-  }
-  return exact;
-}
-
-// mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
-bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s) {
-  bool ok = true;
-  for (int g = 0; g * kMxBlock < d; ++g) {
-    const double scale = x.scale(b, h, row, g * kMxBlock);
-    ok = ok && std::isfinite(scale);
-    const int e = std::isfinite(scale) ? std::ilogb(scale) : 0;
-    std::fill(s + g * kMxBlock, s + std::min(d, (g + 1) * kMxBlock), e);
-  }
-  return ok;
-}
-
 // The Q rows of one work item as lane operands, made once per item.
 struct QLanes {
   std::vector<double> value = {}, expo = {};  // (rows, d)
-  std::vector<float> value_f = {};            // (rows, d) the float lanes' form (qk_chain_f)
+  std::vector<float> value_f = {};            // (rows, d) the float lanes' form
   std::vector<std::int32_t> expo_f = {};      // (rows, d)
+  std::vector<float> scale_f = {};            // (rows, d / 16) nvfp4's block scales
   std::vector<char> special = {};             // (rows)
 };
 
+// Whether the QK^T / P V lanes read the float form: the float chains and kind::mxf4nvf4's lanes.
+bool qk_in_float(const Shared& f) {
+  return f.qk_chain_f != nullptr || f.r.qk == OperandKind::nvfp4;
+}
+bool pv_in_float(const Shared& f) {
+  return f.pv_chain_f != nullptr || f.r.pv == OperandKind::nvfp4;
+}
+
 void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLanes& ql) {
   const int d = c.d;
-  const bool mx = f.r.qk == OperandKind::mxfp8;
+  const bool mx = f.r.qk == OperandKind::mxfp8, nv = f.r.qk == OperandKind::nvfp4;
+  const bool in_float = qk_in_float(f);
   const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
   ql.value.resize(sz(rows) * d);
   ql.expo.resize(ql.value.size());
   ql.special.assign(sz(rows), 0);
-  if (f.qk_chain_f) {
+  if (in_float) {
     ql.value_f.resize(ql.value.size());
     ql.expo_f.resize(ql.value.size());
+  }
+  if (nv) {
+    ql.scale_f.resize(sz(rows) * (d / kNvBlock));
+    for (int r = 0; r < rows; ++r)
+      for (int g = 0; g < d / kNvBlock; ++g)
+        ql.scale_f[sz(r) * (d / kNvBlock) + g] =
+            f32(f.qp.q.scales[f.qp.q.group(c.b, c.h, i0 + r, 0) + g]);  // e4m3: exact
   }
   std::vector<int> s(sz(d));  // (d)
   for (int r = 0; r < rows; ++r) {
@@ -165,7 +141,7 @@ void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLan
     const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
                                   ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d);
     ql.special[sz(r)] = bad != 0 || !scales_ok;
-    if (f.qk_chain_f)
+    if (in_float)
       ql.special[sz(r)] |=
           !float_lane_operands(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d, d,
                                ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d);
@@ -173,83 +149,46 @@ void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLan
 }
 
 // S(r, j) for keys j0 + [0, n[r]) of rows [i0, i0 + rows) through the profile's lanes.
-void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, int rows, int j0,
-              const int* n, float* s, int ld_s) {
-  const quant::Quantized &q = f.qp.q, &k = f.qp.k;
-  const int d = c.d, n_max = *std::max_element(n, n + rows);
-  const int ldb = (n_max + kLanes - 1) / kLanes * kLanes, groups = d / kNvBlock;
-  const bool mx = f.r.qk == OperandKind::mxfp8, nv = f.r.qk == OperandKind::nvfp4;
-  const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
-  const bool in_float = f.qk_chain_f != nullptr;
-  const std::size_t tile = sz(d) * ldb;
-  std::vector<double> kb(in_float ? 0 : tile, 0.0);            // (d, ldb) K^T as read
-  std::vector<double> ke(kb.size(), tc_lanes::kZeroExponent);  // (d, ldb) its exponents
-  std::vector<float> kbf(in_float ? tile : 0, 0.f);            // (d, ldb) as floats
-  std::vector<std::int32_t> kef(kbf.size(), tc_lanes::kZeroExponentF);
-  std::vector<double> ks(nv ? sz(groups) * ldb : 0, 0.0);  // (d / 16, ldb) nvfp4 K scales
-  std::vector<char> key_special(sz(ldb), 0);               // (ldb)
-  std::vector<double> kv(sz(d)), kx(sz(d));                // (d) one key's operands
-  std::vector<int> se(sz(d));                              // (d) its scale exponents
-  std::vector<float> kvf(sz(d));                           // (d) one key as floats
-  std::vector<std::int32_t> kxf(sz(d));                    // (d) its exponents
-  for (int j = 0; j < n_max; ++j) {
-    const bool scales_ok = !mx || mx_row_exponents(k, c.b, c.h, j0 + j, d, se.data());
-    const int bad = lane_operands(c.k8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
-                                  kv.data(), kx.data());
-    key_special[sz(j)] = bad != 0 || !scales_ok;
-    if (in_float) {
-      key_special[sz(j)] |= !float_lane_operands(kv.data(), kx.data(), d, kvf.data(), kxf.data());
-      for (int t = 0; t < d; ++t) {  // K^T: keys in lanes
-        kbf[sz(t) * ldb + j] = kvf[sz(t)];
-        kef[sz(t) * ldb + j] = kxf[sz(t)];
-      }
-    } else {
-      for (int t = 0; t < d; ++t) {
-        kb[sz(t) * ldb + j] = kv[sz(t)];
-        ke[sz(t) * ldb + j] = kx[sz(t)];
-      }
-    }
-    if (nv)
-      for (int g = 0; g < groups; ++g)
-        ks[sz(g) * ldb + j] = k.scales[k.group(c.b, c.h, j0 + j, 0) + g];
-  }
-  std::vector<double> row(in_float ? sz(ldb) : 0);  // (ldb) one row of S from the float lanes
+void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const KeyTiles& kt, int i0,
+              int rows, int j0, const int* n, float* s, int ld_s) {
+  const int d = c.d, ldb = kt.ldb, t = j0 / f.p.block_c;
+  const bool nv = f.r.qk == OperandKind::nvfp4;
+  const char* key_special = kt.special.data() + sz(t) * ldb;  // (ldb)
+  std::vector<double> row(sz(ldb));                           // (ldb) one row of S
   for (int r = 0; r < rows; ++r) {
     const int i = i0 + r;
-    if (in_float) {
-      std::fill(row.begin(), row.end(), 0.0);
-      f.qk_chain_f(ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d, kbf.data(),
-                   kef.data(), ldb, d, (n[r] + kLanes - 1) / kLanes, row.data());
-      for (int j = 0; j < n[r]; ++j) {
-        const bool special = ql.special[sz(r)] || key_special[sz(j)] || !std::isfinite(row[sz(j)]);
-        s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : row[sz(j)]);
-      }
-      continue;
+    std::fill(row.begin(), row.end(), 0.0);
+    const int groups = (n[r] + kLanes - 1) / kLanes;
+    if (nv) {
+      const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
+      for (int g = 0; g < groups; ++g)
+        quant_lanes::nvf4_lanes(ql.value_f.data() + sz(r) * d,
+                                kt.value_f.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
+                                ql.scale_f.data() + sz(r) * (d / kNvBlock), ks + sz(g) * kLanes,
+                                ldb, row.data() + sz(g) * kLanes);
+    } else if (f.qk_chain_f) {
+      f.qk_chain_f(ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d,
+                   kt.value_f.data() + kt.tile(t), kt.expo_f.data() + kt.tile(t), ldb, d, groups,
+                   row.data());
+    } else {
+      for (int g = 0; g < groups; ++g)
+        f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
+                   kt.value.data() + kt.tile(t) + sz(g) * kLanes,
+                   kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
+                   row.data() + sz(g) * kLanes);
     }
-    const double* qa = ql.value.data() + sz(r) * d;                        // (d)
-    const double* qe = ql.expo.data() + sz(r) * d;                         // (d)
-    const double* qs = nv ? &q.scales[q.group(c.b, c.h, i, 0)] : nullptr;  // (d / 16)
-    for (int c0 = 0; c0 < n[r]; c0 += kLanes) {
-      alignas(64) double acc[kLanes] = {};
-      if (nv) {
-        quant_lanes::nvf4_lanes(qa, kb.data() + c0, ldb, d, qs, ks.data() + c0, ldb, acc);
-      } else {
-        f.qk_chain(qa, qe, kb.data() + c0, ke.data() + c0, ldb, d, acc);
-      }
-      for (int l = 0; l < kLanes && c0 + l < n[r]; ++l) {
-        const int j = c0 + l;
-        const bool special = ql.special[sz(r)] || key_special[sz(j)] || !std::isfinite(acc[l]);
-        s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : acc[l]);
-      }
+    for (int j = 0; j < n[r]; ++j) {
+      const bool special = ql.special[sz(r)] || key_special[j] || !std::isfinite(row[sz(j)]);
+      s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : row[sz(j)]);
     }
   }
 }
 
 // The dots of one tile, as the reference's f32(dot).
-void qk_tile(const Shared& f, const QuantContext& c, const QLanes& ql, int i0, int rows, int j0,
-             const int* n, float* s, int ld_s) {
+void qk_tile(const Shared& f, const QuantContext& c, const QLanes& ql, const KeyTiles& kt, int i0,
+             int rows, int j0, const int* n, float* s, int ld_s) {
   if (f.qk_lanes) {
-    qk_lanes(f, c, ql, i0, rows, j0, n, s, ld_s);
+    qk_lanes(f, c, ql, kt, i0, rows, j0, n, s, ld_s);
     return;
   }
   const int bh = c.b * f.p.shape.heads + c.h;
@@ -507,42 +446,30 @@ void pv_float(const Shared& f, int bh, int j0, const float* pf, int ld_p, const 
 }
 
 // The same through the profile's lanes (16 output columns per call).
-void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<QuantPBlock>& pbs,
-              const int* act, int rows, float* cacc, int ld_c) {
-  const quant::Quantized& vq = f.qp.v;
+void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j0,
+              const std::vector<QuantPBlock>& pbs, const int* act, int rows, float* cacc,
+              int ld_c) {
   const int d = c.d, n_max = *std::max_element(act, act + rows);
   if (n_max == 0) return;
-  const int ldb = (d + kLanes - 1) / kLanes * kLanes;
+  const int ldb = vr.ldb, groups = ldb / kLanes;
   const bool mx = f.r.pv == OperandKind::mxfp8, nv = f.r.pv == OperandKind::nvfp4;
   const Format pv_format = f.r.pv == OperandKind::fp16 ? Format::fp16 : Format::fp8_e4m3;
   const double emin = numerics::traits(pv_format).min_exponent;
-  std::vector<double> vb(sz(n_max) * ldb, 0.0), ve(vb.size(), tc_lanes::kZeroExponent);  // (n, ldb)
-  std::vector<char> col_special(sz(ldb), 0);                                             // (ldb)
-  bool block_special = false;
-  std::vector<int> se(sz(d), 0);  // (d) mxfp8: V's scale exponents of the current 32 keys
-  for (int j = 0; j < n_max; ++j) {
-    if (mx && j % kMxBlock == 0)
-      for (int t = 0; t < d; ++t) {
-        const double scale = vq.scale(c.b, c.h, j0 + j, t);
-        col_special[sz(t)] |= !std::isfinite(scale);
-        se[sz(t)] = std::isfinite(scale) ? std::ilogb(scale) : 0;
-      }
-    block_special |= lane_operands(c.v8 + sz(j0 + j) * d, d, emin, mx ? se.data() : nullptr,
-                                   vb.data() + sz(j) * ldb, ve.data() + sz(j) * ldb) != 0;
-  }
-  const bool in_float = f.pv_chain_f != nullptr;
-  std::vector<float> vbf(in_float ? vb.size() : 0);  // (n, ldb) V as floats
-  std::vector<std::int32_t> vef(vbf.size());         // (n, ldb) its exponents
-  if (in_float)
-    block_special |= !float_lane_operands(vb.data(), ve.data(), static_cast<int>(vb.size()),
-                                          vbf.data(), vef.data());
-  if (block_special) std::fill(col_special.begin(), col_special.end(), 1);
-  const double* vs = nv ? &vq.scales[vq.group(c.b, c.h, j0, 0)] : nullptr;  // (n / 16, d)
-  std::vector<double> pa(sz(n_max)), pe(sz(n_max));                         // (n) one P row
-  std::vector<int> ps(sz(n_max));                                           // (n) its exponents
-  std::vector<float> paf(in_float ? sz(n_max) : 0);                         // (n) as floats
-  std::vector<std::int32_t> pef(paf.size());                                // (n)
-  std::vector<double> row_d(in_float ? sz(ldb) : 0);  // (ldb) C, then D, from the float lanes
+  std::vector<char> col_special(sz(ldb), 0);  // (ldb)
+  if (mx)
+    for (int g = j0 / kMxBlock; g * kMxBlock < j0 + n_max; ++g)
+      for (int t = 0; t < d; ++t) col_special[sz(t)] |= vr.scale_special[sz(g) * ldb + t];
+  if (std::any_of(vr.key_special.begin() + j0, vr.key_special.begin() + j0 + n_max,
+                  [](char x) { return x != 0; }))
+    std::fill(col_special.begin(), col_special.end(), 1);
+  const bool in_float = pv_in_float(f);
+  const std::size_t at = sz(j0) * ldb;                        // V's rows from key j0: (n, ldb)
+  std::vector<double> pa(sz(n_max)), pe(sz(n_max));           // (n) one P row
+  std::vector<int> ps(sz(n_max));                             // (n) its exponents
+  std::vector<float> paf(in_float ? sz(n_max) : 0);           // (n) as floats
+  std::vector<std::int32_t> pef(paf.size());                  // (n)
+  std::vector<float> psf(nv ? sz(n_max / kNvBlock + 1) : 0);  // (n / 16) nvfp4's P scales
+  std::vector<double> row_d(sz(ldb));                         // (ldb) C, then D
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
@@ -551,39 +478,35 @@ void pv_lanes(const Shared& f, const QuantContext& c, int j0, const std::vector<
       for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
     bool row_special =
         lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data()) != 0;
-    float* cr = cacc + sz(r) * ld_c;  // (d)
-    if (in_float) {
+    if (in_float)
       row_special |= !float_lane_operands(pa.data(), pe.data(), n, paf.data(), pef.data());
-      for (int t = 0; t < ldb; ++t) row_d[sz(t)] = t < d ? static_cast<double>(cr[t]) : 0.0;
-      f.pv_chain_f(paf.data(), pef.data(), vbf.data(), vef.data(), ldb, n, ldb / kLanes,
-                   row_d.data());
-      for (int t = 0; t < d; ++t) {
-        const bool special = row_special || col_special[sz(t)] || !std::isfinite(row_d[sz(t)]);
-        cr[t] = f32(special ? quant_pv_dot(c, pb, j0, n, t, cr[t]) : row_d[sz(t)]);
-      }
-      continue;
+    float* cr = cacc + sz(r) * ld_c;  // (d)
+    for (int t = 0; t < ldb; ++t) row_d[sz(t)] = t < d ? static_cast<double>(cr[t]) : 0.0;
+    if (nv) {
+      for (int g = 0; g * kNvBlock < n; ++g) psf[sz(g)] = f32(pb.scale[sz(g)]);  // e4m3: exact
+      const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;            // (n / 16, ldb)
+      for (int g = 0; g < groups; ++g)
+        quant_lanes::nvf4_lanes(paf.data(), vr.value_f.data() + at + sz(g) * kLanes, ldb, n,
+                                psf.data(), vs + sz(g) * kLanes, ldb,
+                                row_d.data() + sz(g) * kLanes);
+    } else if (f.pv_chain_f) {
+      f.pv_chain_f(paf.data(), pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb, n,
+                   groups, row_d.data());
+    } else {
+      for (int g = 0; g < groups; ++g)
+        f.pv_chain(pa.data(), pe.data(), vr.value.data() + at + sz(g) * kLanes,
+                   vr.expo.data() + at + sz(g) * kLanes, ldb, n, row_d.data() + sz(g) * kLanes);
     }
-    for (int c0 = 0; c0 < d; c0 += kLanes) {
-      alignas(64) double lanes[kLanes] = {}, c_in[kLanes] = {};
-      for (int l = 0; l < kLanes && c0 + l < d; ++l) lanes[l] = c_in[l] = cr[c0 + l];
-      if (nv) {
-        quant_lanes::nvf4_lanes(pb.elem.data(), vb.data() + c0, ldb, n, pb.scale.data(), vs + c0, d,
-                                lanes);
-      } else {
-        f.pv_chain(pa.data(), pe.data(), vb.data() + c0, ve.data() + c0, ldb, n, lanes);
-      }
-      for (int l = 0; l < kLanes && c0 + l < d; ++l) {
-        const int t = c0 + l;
-        const bool special = row_special || col_special[sz(t)] || !std::isfinite(lanes[l]);
-        cr[t] = f32(special ? quant_pv_dot(c, pb, j0, n, t, c_in[l]) : lanes[l]);
-      }
+    for (int t = 0; t < d; ++t) {
+      const bool special = row_special || col_special[sz(t)] || !std::isfinite(row_d[sz(t)]);
+      cr[t] = f32(special ? quant_pv_dot(c, pb, j0, n, t, cr[t]) : row_d[sz(t)]);
     }
   }
 }
 
 // The block's P V joined to the rows' accumulators acc (rows, ld), by the recipe's PvForm
 // (quant_attention.cpp's accumulate_pv); pv: scratch of acc's shape.
-void accumulate(const Shared& f, const QuantContext& c, int j0,
+void accumulate(const Shared& f, const QuantContext& c, const ValueRows& vr, int j0,
                 const std::vector<QuantRowState>& state, const std::vector<QuantPBlock>& pbs,
                 const float* pf, int ld_p, const int* act, int rows, float* acc, float* pv) {
   const int d = c.d, ld = f.pk.ld_v > 0 ? f.pk.ld_v : (d + kLanes - 1) / kLanes * kLanes;
@@ -601,7 +524,7 @@ void accumulate(const Shared& f, const QuantContext& c, int j0,
   }
   if (form != PvForm::chain) target = pv;
   if (f.pv_lanes) {
-    pv_lanes(f, c, j0, pbs, act, rows, target, ld);
+    pv_lanes(f, c, vr, j0, pbs, act, rows, target, ld);
   } else {
     pv_float(f, c.b * f.p.shape.heads + c.h, j0, pf, ld_p, act, rows, target);
   }
@@ -626,7 +549,8 @@ void accumulate(const Shared& f, const QuantContext& c, int j0,
 
 // ---- One work item ---------------------------------------------------------------------------
 
-void fast_rows(const Shared& f, const RowBlock& rb, Output& out, quant::Stats& stats) {
+void fast_rows(const Shared& f, const HeadOperands& ho, const RowBlock& rb, Output& out,
+               quant::Stats& stats) {
   const Problem& p = f.p;
   const QuantContext c = make_quant_context(f.qp, rb.b, rb.h);
   const int rows = rb.row_end - rb.row_begin, d = c.d, bc = p.block_c;
@@ -653,7 +577,7 @@ void fast_rows(const Shared& f, const RowBlock& rb, Output& out, quant::Stats& s
       count[sz(r)] =
           rows::visible_in_block(rb.row_begin + r, j0, bc, p.shape.seq_q, p.shape.seq_kv, p.causal);
     if (*std::max_element(count.begin(), count.end()) == 0) continue;
-    qk_tile(f, c, ql, rb.row_begin, rows, j0, count.data(), s.data(), ld_s);
+    qk_tile(f, c, ql, ho.k, rb.row_begin, rows, j0, count.data(), s.data(), ld_s);
     for (int r = 0; r < rows; ++r) {
       act[sz(r)] = 0;
       const int i = rb.row_begin + r, n = count[sz(r)];
@@ -666,7 +590,8 @@ void fast_rows(const Shared& f, const RowBlock& rb, Output& out, quant::Stats& s
                    y.data(), stats);
       act[sz(r)] = n;
     }
-    accumulate(f, c, j0, state, pbs, pf.data(), ld_s, act.data(), rows, acc.data(), pv.data());
+    accumulate(f, c, ho.v, j0, state, pbs, pf.data(), ld_s, act.data(), rows, acc.data(),
+               pv.data());
   }
   double* o = out.o.head_ptr(rb.b, rb.h) + sz(rb.row_begin) * d;  // (rows, d)
   double* lse = out.lse.data() + (sz(rb.b) * out.o.heads + rb.h) * out.o.rows + rb.row_begin;
@@ -732,15 +657,33 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
         using P = decltype(profile);
         f.pv_chain =
             r.pv_fp16 ? &tc_lanes::lane_chain<P, mma::Output::fp16> : &tc_lanes::lane_chain<P>;
-        if (!r.pv_fp16) f.pv_chain_f = &tc_lanes::lane_chain_f<P>;
+        f.pv_chain_f =
+            r.pv_fp16 ? &tc_lanes::lane_chain_f<P, mma::Output::fp16> : &tc_lanes::lane_chain_f<P>;
       });
     }
   }
   f.p_round = numerics::FloatRounder(r.p_format, numerics::Overflow::saturate);
-  const std::size_t items = row_block_count(p.shape, p.block_r);
-  parallel_for(items, p.threads, p.schedule_seed, [&](std::size_t item) {
-    fast_rows(f, row_block(p.shape, p.block_r, item), out, p_stats[item]);
-  });
+  // Heads in chunks of as many as there are threads: each chunk's K and V converted once
+  // (quant_operands.hpp), then its row blocks (items are head-major: row_block).
+  const quant_operands::Forms qk{f.qk_lanes && !qk_in_float(f), f.qk_lanes && qk_in_float(f)};
+  const quant_operands::Forms pv{f.pv_lanes && !pv_in_float(f), f.pv_lanes && pv_in_float(f)};
+  const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
+  const std::size_t blocks = row_block_count(p.shape, p.block_r) / heads;
+  const std::size_t chunk = sz(thread_count(p.threads));
+  std::vector<HeadOperands> ops(chunk);  // (chunk)
+  for (std::size_t h0 = 0; h0 < heads; h0 += chunk) {
+    const std::size_t n = std::min(chunk, heads - h0);
+    parallel_for(n, p.threads, p.schedule_seed, [&](std::size_t i) {
+      const std::size_t bh = h0 + i;
+      const QuantContext c = make_quant_context(qp, static_cast<int>(bh / sz(p.shape.heads)),
+                                                static_cast<int>(bh % sz(p.shape.heads)));
+      ops[i] = quant_operands::make_head_operands(c, p.block_c, qk, pv);
+    });
+    parallel_for(n * blocks, p.threads, p.schedule_seed, [&](std::size_t local) {
+      const std::size_t item = h0 * blocks + local;
+      fast_rows(f, ops[local / blocks], row_block(p.shape, p.block_r, item), out, p_stats[item]);
+    });
+  }
 }
 
 }  // namespace attndev::attention::detail

@@ -19,6 +19,9 @@ namespace attndev::attention {
 void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
                   const std::function<void(std::size_t)>& fn);
 
+// The threads parallel_for runs for `threads` (0: all hardware threads) when items are plenty.
+int thread_count(int threads);
+
 // Stopping a long computation from outside (the Python package's answer to Ctrl-C while the
 // emulator runs): while a CancelScope lives on a thread, every parallel_for started from that
 // thread, or from an item of one, stops handing out items once `flag` is set and throws Cancelled

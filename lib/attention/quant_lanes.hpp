@@ -2,8 +2,9 @@
 // tc_lanes.hpp's lane_chain (fp32 or fp16 D) and tc_float_lanes.hpp do not cover:
 //   * nvf4_lanes: kind::mxf4nvf4 (SageAttention3 on sm_100) as nvf4_dot (quant_attention.cpp):
 //     per k64 instruction four 16-element groups, each summed exactly and multiplied by its two
-//     block scales, the four sums and C aligned to the largest exponent, truncated to 35
-//     fraction bits, summed exactly, D toward zero to fp32.
+//     block scales (in float lanes: exact for e2m1 elements and e4m3 scales), the four sums and
+//     C aligned to the largest exponent, truncated to 35 fraction bits, summed exactly, D toward
+//     zero to fp32 (in double lanes).
 // Block-scaled fp8 (kind::mxf8f6f4) needs no kernel of its own: its power-of-two scales are
 // folded into the operands (value x 2^s, exponent + s), which gives lane_chain the same E and
 // the same truncated terms (fast_quant.cpp says why that is exact).
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attention/tc_float_lanes.hpp"
 #include "attention/tc_lanes.hpp"
 #include "numerics/mma.hpp"
 
@@ -34,12 +36,17 @@ inline constexpr int kNvInstructionK = 64, kNvGroup = 16, kNvf4FracBits = 35;
 // The 16 lanes' D of nvf4_dot: acc[l] (in: C, out: D) through the instructions over k elements
 // of a (one per k, shared by the lanes) and b[i * ldb + l]; scale_a[g] (one per 16 of a) and
 // scale_b[g * ld_sb + l] (per lane). Lanes whose D is not finite are left to the caller.
-inline void nvf4_lanes(const double* a, const double* b, std::ptrdiff_t ldb, int k,
-                       const double* scale_a, const double* scale_b, std::ptrdiff_t ld_sb,
+// The operands are e2m1 values and the scales e4m3 values (or 0, NaN) as floats: a group's sum
+// of products (multiples of 1/4 up to 36, sixteen of them: at most 576) is exact in float lanes,
+// and so is its term sum x sa x sb (at most 12 + 4 + 4 significant bits, between 2^-20 and 2^27).
+// The instruction's alignment (35 fraction bits: beyond an int32) runs in double lanes.
+inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k,
+                       const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb,
                        double* acc) {
   using L = LaneOps;
+  using LF = tc_lanes::LaneOpsF;
   using V = L::V;
-  constexpr int kVecs = kLanes / L::kWidth;
+  constexpr int kVecs = kLanes / L::kWidth, kVf = kLanes / LF::kWidth;
   constexpr int kGroups = kNvInstructionK / kNvGroup;
   const V zero = L::set1(0.0), min_e = L::set1(-133.0),
           inf = L::set1(static_cast<double>(INFINITY));
@@ -47,30 +54,37 @@ inline void nvf4_lanes(const double* a, const double* b, std::ptrdiff_t ldb, int
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);
   for (int k0 = 0; k0 < k; k0 += kNvInstructionK) {
-    V terms[kGroups][kVecs];
+    alignas(64) float term_f[kGroups][kLanes];  // (groups, lanes)
     int count = 0;
     for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvGroup, ++count) {
-      V sum[kVecs];
-      for (int v = 0; v < kVecs; ++v) sum[v] = zero;
+      LF::F sum[kVf];
+      for (int v = 0; v < kVf; ++v) sum[v] = LF::set1f(0.0f);
       for (int j = g0; j < std::min(k, g0 + kNvGroup); ++j) {  // e2m1 products: exact sums
-        const V aj = L::set1(a[j]);
-        for (int v = 0; v < kVecs; ++v)
-          sum[v] = L::add(sum[v], L::mul(aj, L::load(b + j * ldb + v * L::kWidth)));
+        const LF::F aj = LF::set1f(a[j]);
+        for (int v = 0; v < kVf; ++v)
+          sum[v] = LF::addf(sum[v], LF::mulf(aj, LF::loadf(b + j * ldb + v * LF::kWidth)));
       }
-      const V sa = L::set1(scale_a[g0 / kNvGroup]);
-      const double* sb = scale_b + (g0 / kNvGroup) * ld_sb;
-      for (int v = 0; v < kVecs; ++v)
-        terms[count][v] = L::mul(L::mul(sum[v], sa), L::load(sb + v * L::kWidth));
+      const LF::F sa = LF::set1f(scale_a[g0 / kNvGroup]);
+      const float* sb = scale_b + (g0 / kNvGroup) * ld_sb;
+      for (int v = 0; v < kVf; ++v)
+        LF::storef(term_f[count] + v * LF::kWidth,
+                   LF::mulf(LF::mulf(sum[v], sa), LF::loadf(sb + v * LF::kWidth)));
     }
+    alignas(64) double terms[kGroups][kLanes];  // (groups, lanes) exactly the floats
+    for (int g = 0; g < count; ++g)
+      for (int l = 0; l < kLanes; ++l) terms[g][l] = term_f[g][l];
     for (int v = 0; v < kVecs; ++v) {
       // E over the nonzero finite terms and C (a non-finite lane is redone by the caller).
       V e = L::if_eq(c[v], zero, min_e, L::max(min_e, L::exponent(c[v])));
       e = L::if_lt(L::bits_and(c[v], ~(std::uint64_t{1} << 63)), inf, e, min_e);
-      for (int g = 0; g < count; ++g)
-        e = L::if_eq(terms[g][v], zero, e, L::max(e, L::exponent(terms[g][v])));
+      V t[kGroups];
+      for (int g = 0; g < count; ++g) {
+        t[g] = L::load(terms[g] + v * L::kWidth);
+        e = L::if_eq(t[g], zero, e, L::max(e, L::exponent(t[g])));
+      }
       const V up = L::pow2(L::sub(f, e));
       V sum = L::trunc(L::mul(c[v], up));
-      for (int g = 0; g < count; ++g) sum = L::add(sum, L::trunc(L::mul(terms[g][v], up)));
+      for (int g = 0; g < count; ++g) sum = L::add(sum, L::trunc(L::mul(t[g], up)));
       const V d = round_fp32_rz<23>(L::mul(sum, L::pow2(L::sub(e, f))));
       c[v] = L::if_eq(sum, zero, zero, d);
     }

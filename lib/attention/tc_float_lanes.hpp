@@ -17,7 +17,8 @@
 //     (8 * 2^27 + 2^26 < 2^31: no overflow), added with an overflow check (a block whose total
 //     leaves int32 goes to the double form), and D = RZ(total to 24 bits) 2^(E - F) (LaneOpsF::
 //     round_sum): exact, as D is never subnormal in the float range (|D| >= 2^(E - F) >=
-//     2^-125) and overflows to inf as the model's does; e8m13 drops 10 more fraction bits;
+//     2^-125) and overflows to inf as the model's does; e8m13 drops 10 more fraction bits; an
+//     fp16 D is rounded to nearest even from the exact sum in double (round_fp16_lanes);
 //   * a block with a lane outside the float range (tiny or huge operands, inf, NaN), or whose C
 //     is not an fp32 value, runs through the double form (lane_chain), whose E and terms are the
 //     same; a lane whose D is not finite is recomputed by the caller with the scalar model.
@@ -79,9 +80,11 @@ struct LaneOpsF {
   static F loadf(const float* p) { return _mm512_loadu_ps(p); }
   static void storef(float* p, F v) { _mm512_storeu_ps(p, v); }
   static I loadi(const std::int32_t* p) { return _mm512_loadu_si512(p); }
+  static void storei(std::int32_t* p, I v) { _mm512_storeu_si512(p, v); }
   static F set1f(float x) { return _mm512_set1_ps(x); }
   static I set1i(std::int32_t x) { return _mm512_set1_epi32(x); }
   static F mulf(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F addf(F a, F b) { return _mm512_add_ps(a, b); }
   static I addi(I a, I b) { return _mm512_add_epi32(a, b); }
   static I subi(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I maxi(I a, I b) { return _mm512_maskz_max_epi32(0xFFFF, a, b); }
@@ -124,9 +127,13 @@ struct LaneOpsF {
   static I loadi(const std::int32_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
+  static void storei(std::int32_t* p, I v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  }
   static F set1f(float x) { return _mm256_set1_ps(x); }
   static I set1i(std::int32_t x) { return _mm256_set1_epi32(x); }
   static F mulf(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F addf(F a, F b) { return _mm256_add_ps(a, b); }
   static I addi(I a, I b) { return _mm256_add_epi32(a, b); }
   static I subi(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I maxi(I a, I b) { return _mm256_max_epi32(a, b); }
@@ -174,9 +181,11 @@ struct LaneOpsF {
   static F loadf(const float* p) { return *p; }
   static void storef(float* p, F v) { *p = v; }
   static I loadi(const std::int32_t* p) { return *p; }
+  static void storei(std::int32_t* p, I v) { *p = v; }
   static F set1f(float x) { return x; }
   static I set1i(std::int32_t x) { return x; }
   static F mulf(F a, F b) { return a * b; }
+  static F addf(F a, F b) { return a + b; }
   static I addi(I a, I b) { return a + b; }
   static I subi(I a, I b) { return a - b; }
   static I maxi(I a, I b) { return a < b ? b : a; }
@@ -214,7 +223,7 @@ struct LaneOpsF {
 
 // One block (n <= P::kBlock products from a, b) of the 16 lanes through the double form: the
 // float operands widened (exactly) to lane_chain's.
-template <class P>
+template <class P, numerics::mma::Output kOut>
 void double_block(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
                   std::ptrdiff_t ldb, int n, double* acc) {
   alignas(64) double ad[P::kBlock], ead[P::kBlock];                    // (n)
@@ -227,18 +236,45 @@ void double_block(const float* a, const std::int32_t* ea, const float* b, const 
       ebd[i * kLanes + l] = eb[i * ldb + l];
     }
   }
-  lane_chain<P>(ad, ead, bd, ebd, kLanes, n, acc);
+  lane_chain<P, kOut>(ad, ead, bd, ebd, kLanes, n, acc);
+}
+
+// An fp16 D (SageAttention 1's and 2++'s P V accumulator) from the float lanes' exact integer
+// sums: rounded to nearest even by the double lanes' round_lanes (tc_lanes.hpp), as lane_chain
+// rounds it. An int32 sum and 2^(E - F) are exact in double, so D is the model's; the float form
+// has no rounding of its own that could give it (an RZ convert to 24 bits and then to 11 would
+// round twice).
+template <class P, int kVf>
+void round_fp16_lanes(const LaneOpsF::I* total, const LaneOpsF::I* e, float* out) {
+  using L = LaneOps;
+  constexpr int kN = kVf * LaneOpsF::kWidth;
+  alignas(64) std::int32_t ti[kN], ei[kN];  // (lanes)
+  for (int v = 0; v < kVf; ++v) {
+    LaneOpsF::storei(ti + v * LaneOpsF::kWidth, total[v]);
+    LaneOpsF::storei(ei + v * LaneOpsF::kWidth, e[v]);
+  }
+  alignas(64) double sum[kN], ed[kN];  // (lanes)
+  for (int l = 0; l < kN; ++l) {
+    sum[l] = ti[l];
+    ed[l] = ei[l];
+  }
+  for (int l = 0; l < kN; l += L::kWidth)
+    L::store(sum + l,
+             round_lanes<P, numerics::mma::Output::fp16>(L::load(sum + l), L::load(ed + l)));
+  for (int l = 0; l < kN; ++l) out[l] = static_cast<float>(sum[l]);  // fp16 values: exact
 }
 
 // kGroups groups of 16 lanes at once (independent chains: the float lanes' steps are short, and
 // a single 16-lane chain leaves the vector units waiting on its latency).
-template <class P, int kGroups>
+template <class P, int kGroups, numerics::mma::Output kOut>
 void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
                        const std::int32_t* eb, std::ptrdiff_t ldb, int k, double* acc) {
   static_assert(P::kFracBits <= 25, "float lanes need t < 2^27 (module comment)");
   using LF = LaneOpsF;
   constexpr int kLanesAll = kGroups * kLanes, kVf = kLanesAll / LF::kWidth;
   constexpr std::int32_t kFastMin = P::kFracBits - 125, kFastMax = 126;
+  constexpr bool kFp16 = kOut == numerics::mma::Output::fp16;
+  constexpr int kMinExp = kFp16 ? P::kMinExpFp16 : P::kMinExp;
   alignas(64) float c_buf[kLanesAll];  // (lanes) C, then each block's D
   bool fp32_c = true;
   for (int l = 0; l < kLanesAll; ++l) {
@@ -251,7 +287,7 @@ void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
     typename LF::I e[kVf], total[kVf];
     for (int v = 0; v < kVf; ++v) {
       c[v] = LF::loadf(c_buf + v * LF::kWidth);
-      e[v] = LF::c_exponent(c[v], P::kMinExp);
+      e[v] = LF::c_exponent(c[v], kMinExp);
     }
     for (int i = k0; i < k1; ++i) {
       if (a[i] == 0) continue;
@@ -286,17 +322,21 @@ void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
       }
     }
     if (fast) {
-      for (int v = 0; v < kVf; ++v)
-        LF::storef(c_buf + v * LF::kWidth,
-                   LF::template round_sum<P::kFracBits, P::kE8m13>(total[v], e[v]));
+      if constexpr (kFp16) {
+        round_fp16_lanes<P, kVf>(total, e, c_buf);
+      } else {
+        for (int v = 0; v < kVf; ++v)
+          LF::storef(c_buf + v * LF::kWidth,
+                     LF::template round_sum<P::kFracBits, P::kE8m13>(total[v], e[v]));
+      }
       continue;
     }
     // The double form from this block's C (acc holds it where C is not an fp32 value).
     if (fp32_c)
       for (int l = 0; l < kLanesAll; ++l) acc[l] = c_buf[l];
     for (int g = 0; g < kGroups; ++g)
-      double_block<P>(a + k0, ea + k0, b + k0 * ldb + g * kLanes, eb + k0 * ldb + g * kLanes, ldb,
-                      k1 - k0, acc + g * kLanes);
+      double_block<P, kOut>(a + k0, ea + k0, b + k0 * ldb + g * kLanes, eb + k0 * ldb + g * kLanes,
+                            ldb, k1 - k0, acc + g * kLanes);
     fp32_c = true;  // D is an fp32 value (or inf / NaN, which stays what it is in float)
     for (int l = 0; l < kLanesAll; ++l) c_buf[l] = static_cast<float>(acc[l]);
   }
@@ -305,8 +345,9 @@ void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
 }
 
 // As lane_chain, on float operands and int32 exponents (operands_f), for lanes = 16 x groups
-// output elements: acc[l] (in: C; out: D), l < lanes, through the dot-adds of a[i] b[i ldb + l].
-template <class P>
+// output elements: acc[l] (in: C; out: D of type kOut), l < lanes, through the dot-adds of
+// a[i] b[i ldb + l].
+template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
 void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
                   std::ptrdiff_t ldb, int k, int groups, double* acc) {
   if (k == 0) return;  // no dot-add runs: D is C as it came (and a, b may be empty)
@@ -314,16 +355,16 @@ void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const 
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {
       case 1:
-        lane_chain_groups<P, 1>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 1, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
         break;
       case 2:
-        lane_chain_groups<P, 2>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 2, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
         break;
       case 3:
-        lane_chain_groups<P, 3>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 3, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
         break;
       default:
-        lane_chain_groups<P, 4>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 4, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
         break;
     }
   }

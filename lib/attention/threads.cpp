@@ -39,6 +39,10 @@ CancelScope::~CancelScope() {
   current_cancel = previous_;
 }
 
+int thread_count(int threads) {
+  return std::max(1, threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
                   const std::function<void(std::size_t)>& fn) {
   if (n_items == 0) return;
@@ -49,7 +53,7 @@ void parallel_for(std::size_t n_items, int threads, std::uint64_t schedule_seed,
     for (std::size_t i = n_items - 1; i > 0; --i)
       std::swap(order[i], order[splitmix64(state) % (i + 1)]);
   }
-  int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  int n = thread_count(threads);
   n = std::max(1, std::min<int>(n, static_cast<int>(std::min<std::size_t>(n_items, 1 << 20))));
 
   std::atomic<std::size_t> next{0};

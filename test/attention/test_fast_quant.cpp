@@ -230,8 +230,11 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
       lanes[l] = c0[l] = trial % 2 ? 0.0
                                    : static_cast<double>(static_cast<float>(
                                          std::ldexp(element(), static_cast<int>(rng() % 40) - 20)));
-    attndev::attention::detail::quant_lanes::nvf4_lanes(a.data(), b.data(), 16, k, sa.data(),
-                                                        sb.data(), 16, lanes);
+    // The lanes read floats: e2m1 elements and e4m3 scales (or NaN) are exact there.
+    const std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()),
+        saf(sa.begin(), sa.end()), sbf(sb.begin(), sb.end());
+    attndev::attention::detail::quant_lanes::nvf4_lanes(af.data(), bf.data(), 16, k, saf.data(),
+                                                        sbf.data(), 16, lanes);
     for (int l = 0; l < 16; ++l) {
       const double want = attndev::attention::detail::nvf4_dot(a.data(), 1, b.data() + l, 16, k,
                                                                sa.data(), sb.data() + l, 16, c0[l]);

@@ -2,9 +2,10 @@
 // profile) against the scalar model (numerics/mma.hpp dot) and the double lanes, on every
 // profile: random operands in the float range, and the adversarial ones that leave it (tiny and
 // huge exponents, a C that is not an fp32 value, int32 partial sums that overflow, results that
-// overflow to inf), with k from 0 over several blocks and 1 to 5 groups of 16 lanes. A wrong
-// float form fails here: a term rounded instead of truncated, a partial sum that wraps, the range
-// test off by one (E = F - 126 or 127 reaches the float path), D rounded to nearest.
+// overflow to inf), with k from 0 over several blocks and 1 to 5 groups of 16 lanes, for an fp32
+// and an fp16 D. A wrong float form fails here: a term rounded instead of truncated, a partial
+// sum that wraps, the range test off by one (E = F - 126 or 127 reaches the float path), an fp32
+// D rounded to nearest, an fp16 D truncated or its E started at the fp32 floor.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -86,7 +87,8 @@ Case draw(std::mt19937_64& rng, nx::Format f, Draw how, bool c_not_fp32) {
   return cs;
 }
 
-template <class P>
+// kOut: D's type. An fp16 D's C is an fp16 value (SageAttention 1's and 2++'s P V accumulator).
+template <class P, mma::Output kOut>
 void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int& compared,
                    int& in_float_range) {
   const bool tf32 = kind == mma::Kind::tf32;
@@ -94,7 +96,9 @@ void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int
     const Draw how = static_cast<Draw>(trial % 4);
     const nx::Format f = format_of(kind, (trial & 4) != 0);
     const mma::Operands op = mma::operands(f, f);
-    const Case cs = draw(rng, f, how, trial % 7 == 0);
+    Case cs = draw(rng, f, how, trial % 7 == 0);
+    if (kOut == mma::Output::fp16)
+      for (double& x : cs.c) x = nx::round_to(nx::Format::fp16, x, nx::Overflow::saturate);
     const int n = 16 * cs.groups;
     std::vector<float> af(cs.a.size()), bf(cs.b.size());
     std::vector<std::int32_t> ea(af.size()), eb(bf.size());
@@ -102,18 +106,18 @@ void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int
     REQUIRE(lanes::operands_f(cs.b.data(), static_cast<std::ptrdiff_t>(cs.b.size()), op.emin_b,
                               tf32, bf.data(), eb.data()) == 0);
     std::vector<double> acc = cs.c;  // (n)
-    lanes::lane_chain_f<P>(af.data(), ea.data(), bf.data(), eb.data(), n, cs.k, cs.groups,
-                           acc.data());
+    lanes::lane_chain_f<P, kOut>(af.data(), ea.data(), bf.data(), eb.data(), n, cs.k, cs.groups,
+                                 acc.data());
     for (int l = 0; l < n; ++l) {
       // k = 0: b is empty (no pointer to offset) and D is C.
-      const double want = cs.k == 0
-                              ? cs.c[static_cast<std::size_t>(l)]
-                              : mma::dot<P>(op, cs.a.data(), 1, cs.b.data() + l, n, cs.k,
-                                            cs.c[static_cast<std::size_t>(l)], mma::Output::fp32);
+      const double want = cs.k == 0 ? cs.c[static_cast<std::size_t>(l)]
+                                    : mma::dot<P>(op, cs.a.data(), 1, cs.b.data() + l, n, cs.k,
+                                                  cs.c[static_cast<std::size_t>(l)], kOut);
       const double got = acc[static_cast<std::size_t>(l)];
       INFO(mma::arch_name(P::kArch)
-           << " kind " << static_cast<int>(kind) << " draw " << static_cast<int>(how) << " k "
-           << cs.k << " lane " << l << " want " << want << " got " << got);
+           << " kind " << static_cast<int>(kind) << " fp16 D " << (kOut == mma::Output::fp16)
+           << " draw " << static_cast<int>(how) << " k " << cs.k << " lane " << l << " want "
+           << want << " got " << got);
       if (std::isfinite(want)) {
         REQUIRE(nx::bits_of(got) == nx::bits_of(want));
         in_float_range += how == Draw::normal;
@@ -127,7 +131,7 @@ void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int
 
 }  // namespace
 
-TEST_CASE("tensor-core float lanes equal the scalar model on every profile",
+TEST_CASE("tensor-core float lanes equal the scalar model on every profile, fp32 and fp16 D",
           "[tc_gemm][mma][lanes]") {
   std::mt19937_64 rng(3507);
   const std::size_t trials = attndev::test::scaled_count(3000, 40);
@@ -136,7 +140,9 @@ TEST_CASE("tensor-core float lanes equal the scalar model on every profile",
     for (mma::Instruction ins : mma::kAllInstructions)
       for (mma::Kind kind : {mma::Kind::f16, mma::Kind::tf32, mma::Kind::f8})
         profiles += mma::with_profile(arch, ins, kind, [&](auto profile) {
-          check_profile<decltype(profile)>(rng, kind, trials, compared, normal);
+          using P = decltype(profile);
+          check_profile<P, mma::Output::fp32>(rng, kind, trials, compared, normal);
+          check_profile<P, mma::Output::fp16>(rng, kind, trials / 2, compared, normal);
         });
   CHECK(profiles >= 10);
   CHECK(normal > 1000);

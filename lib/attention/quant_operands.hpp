@@ -1,0 +1,74 @@
+// The quantized recipes' operands as the tensor-core lanes read them (fast_quant.cpp): each
+// element value (x 2^s where a power-of-two block scale is folded in) with its exponent, in the
+// double lanes' form (tc_lanes.hpp) or the float lanes' (tc_float_lanes.hpp), and per key which
+// lanes the lanes cannot reproduce (an operand that is not finite or not an exact float, a block
+// scale that is not finite): those go to the reference's scalar functions.
+//
+// K and V are the same for every row block of a head, so a head's are converted once
+// (HeadOperands), not once per (row block, key block): at N = 4096 with Br = 64 that is 64
+// conversions of every key fewer, and the K^T transposes with them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "attention/quant_attention.hpp"
+
+namespace attndev::attention::detail::quant_operands {
+
+inline constexpr int kMxBlock = 32, kNvBlock = 16;
+
+// Lane operands of x[0, n): value x 2^s[i] and exponent max(e(x), emin) + s[i] (a zero:
+// tc_lanes::kZeroExponent), with a power-of-two scale 2^s[i] folded in (s: nullptr for none), in
+// loops that vectorize. Returns how many x are not finite.
+int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo);
+
+// Lane operands in the float lanes' form: values as floats, exponents as int32 (a zero's:
+// kZeroExponentF). False if a value is not an exact float (a scale folded in beyond fp32's
+// range, NaN): its lanes then take the scalar functions.
+bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
+                         std::int32_t* ef);
+
+// mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
+bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s);
+
+// Which forms of an operand the chains read: the double lanes', the float lanes', or both.
+struct Forms {
+  bool in_double = false, in_float = false;
+};
+
+// One head's K^T as the QK lanes read it: tiles of Bc keys, keys in lanes (ldb of them, the
+// padding zeros), d rows per tile.
+struct KeyTiles {
+  int d = 0, ldb = 0;
+  std::vector<double> value = {}, expo = {};  // (tiles, d, ldb) double form
+  std::vector<float> value_f = {};            // (tiles, d, ldb) float form
+  std::vector<std::int32_t> expo_f = {};      // (tiles, d, ldb)
+  std::vector<float> scales_f = {};           // (tiles, d / 16, ldb) nvfp4's block scales
+  std::vector<char> special = {};             // (tiles, ldb)
+
+  std::size_t tile(int t) const { return static_cast<std::size_t>(t) * d * ldb; }
+};
+
+// One head's V as the P V lanes read it: one row per key, output columns in lanes (ldb, the
+// padding zeros).
+struct ValueRows {
+  int ldb = 0;
+  std::vector<double> value = {}, expo = {};  // (N_kv, ldb) double form
+  std::vector<float> value_f = {};            // (N_kv, ldb) float form
+  std::vector<std::int32_t> expo_f = {};      // (N_kv, ldb)
+  std::vector<char> key_special = {};         // (N_kv) an operand not finite or not exact
+  std::vector<char> scale_special = {};       // (ceil(N_kv / 32), ldb) mxfp8: a scale not finite
+  std::vector<float> scales_f = {};           // (ceil(N_kv / 16), ldb) nvfp4's block scales
+};
+
+struct HeadOperands {
+  KeyTiles k;
+  ValueRows v;
+};
+
+// Head (c.b, c.h)'s K (when qk, tiles of bc keys) and V (when pv) in the forms given.
+HeadOperands make_head_operands(const QuantContext& c, int bc, Forms qk, Forms pv);
+
+}  // namespace attndev::attention::detail::quant_operands
