@@ -93,7 +93,7 @@ struct Shared {
   tc_lanes::LaneChain qk_chain = nullptr, pv_chain = nullptr;
   // The same profiles in float lanes (tc_float_lanes.hpp), where the chain has them (an fp32 D):
   // used instead of qk_chain / pv_chain when set.
-  tc_lanes::LaneChainF qk_chain_f = nullptr, pv_chain_f = nullptr;
+  tc_lanes::LaneChainRowsF qk_chain_f = nullptr, pv_chain_f = nullptr;
   numerics::FloatRounder p_round = {};  // P's element format, saturating
 };
 
@@ -152,34 +152,35 @@ void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLan
 void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const KeyTiles& kt, int i0,
               int rows, int j0, const int* n, float* s, int ld_s) {
   const int d = c.d, ldb = kt.ldb, t = j0 / f.p.block_c;
+  const int groups = (*std::max_element(n, n + rows) + kLanes - 1) / kLanes;
   const bool nv = f.r.qk == OperandKind::nvfp4;
   const char* key_special = kt.special.data() + sz(t) * ldb;  // (ldb)
-  std::vector<double> row(sz(ldb));                           // (ldb) one row of S
+  std::vector<double> sd(sz(rows) * ldb, 0.0);                // (rows, ldb) S from C = 0
+  if (f.qk_chain_f) {
+    const std::vector<int> k(sz(rows), d);  // (rows)
+    f.qk_chain_f(ql.value_f.data(), d, ql.expo_f.data(), kt.value_f.data() + kt.tile(t),
+                 kt.expo_f.data() + kt.tile(t), ldb, k.data(), rows, groups, sd.data(), ldb);
+  } else {
+    for (int r = 0; r < rows; ++r)
+      for (int g = 0; g < groups; ++g) {
+        double* out = sd.data() + sz(r) * ldb + sz(g) * kLanes;  // (16)
+        if (nv) {
+          const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
+          quant_lanes::nvf4_lanes(
+              ql.value_f.data() + sz(r) * d, kt.value_f.data() + kt.tile(t) + sz(g) * kLanes, ldb,
+              d, ql.scale_f.data() + sz(r) * (d / kNvBlock), ks + sz(g) * kLanes, ldb, out);
+        } else {
+          f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
+                     kt.value.data() + kt.tile(t) + sz(g) * kLanes,
+                     kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d, out);
+        }
+      }
+  }
   for (int r = 0; r < rows; ++r) {
-    const int i = i0 + r;
-    std::fill(row.begin(), row.end(), 0.0);
-    const int groups = (n[r] + kLanes - 1) / kLanes;
-    if (nv) {
-      const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
-      for (int g = 0; g < groups; ++g)
-        quant_lanes::nvf4_lanes(ql.value_f.data() + sz(r) * d,
-                                kt.value_f.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
-                                ql.scale_f.data() + sz(r) * (d / kNvBlock), ks + sz(g) * kLanes,
-                                ldb, row.data() + sz(g) * kLanes);
-    } else if (f.qk_chain_f) {
-      f.qk_chain_f(ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d,
-                   kt.value_f.data() + kt.tile(t), kt.expo_f.data() + kt.tile(t), ldb, d, groups,
-                   row.data());
-    } else {
-      for (int g = 0; g < groups; ++g)
-        f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
-                   kt.value.data() + kt.tile(t) + sz(g) * kLanes,
-                   kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
-                   row.data() + sz(g) * kLanes);
-    }
+    const double* row = sd.data() + sz(r) * ldb;  // (ldb)
     for (int j = 0; j < n[r]; ++j) {
-      const bool special = ql.special[sz(r)] || key_special[j] || !std::isfinite(row[sz(j)]);
-      s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i, j0 + j) : row[sz(j)]);
+      const bool special = ql.special[sz(r)] || key_special[j] || !std::isfinite(row[j]);
+      s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i0 + r, j0 + j) : row[j]);
     }
   }
 }
@@ -464,42 +465,59 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
     std::fill(col_special.begin(), col_special.end(), 1);
   const bool in_float = pv_in_float(f);
   const std::size_t at = sz(j0) * ldb;                        // V's rows from key j0: (n, ldb)
-  std::vector<double> pa(sz(n_max)), pe(sz(n_max));           // (n) one P row
-  std::vector<int> ps(sz(n_max));                             // (n) its exponents
-  std::vector<float> paf(in_float ? sz(n_max) : 0);           // (n) as floats
-  std::vector<std::int32_t> pef(paf.size());                  // (n)
+  std::vector<double> pa(sz(rows) * n_max), pe(pa.size());    // (rows, n) P as lane operands
+  std::vector<int> ps(sz(n_max));                             // (n) one row's exponents
+  std::vector<float> paf(in_float ? pa.size() : 0);           // (rows, n) as floats
+  std::vector<std::int32_t> pef(paf.size());                  // (rows, n)
   std::vector<float> psf(nv ? sz(n_max / kNvBlock + 1) : 0);  // (n / 16) nvfp4's P scales
-  std::vector<double> row_d(sz(ldb));                         // (ldb) C, then D
+  std::vector<double> cd(sz(rows) * ldb, 0.0);                // (rows, ldb) C, then D
+  std::vector<char> row_special(sz(rows), 0);                 // (rows)
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
     const QuantPBlock& pb = pbs[sz(r)];
+    const std::size_t at_p = sz(r) * n_max;
     if (mx)
       for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-    bool row_special =
-        lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data()) != 0;
+    row_special[sz(r)] = lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
+                                       pa.data() + at_p, pe.data() + at_p) != 0;
     if (in_float)
-      row_special |= !float_lane_operands(pa.data(), pe.data(), n, paf.data(), pef.data());
-    float* cr = cacc + sz(r) * ld_c;  // (d)
-    for (int t = 0; t < ldb; ++t) row_d[sz(t)] = t < d ? static_cast<double>(cr[t]) : 0.0;
-    if (nv) {
-      for (int g = 0; g * kNvBlock < n; ++g) psf[sz(g)] = f32(pb.scale[sz(g)]);  // e4m3: exact
-      const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;            // (n / 16, ldb)
-      for (int g = 0; g < groups; ++g)
-        quant_lanes::nvf4_lanes(paf.data(), vr.value_f.data() + at + sz(g) * kLanes, ldb, n,
-                                psf.data(), vs + sz(g) * kLanes, ldb,
-                                row_d.data() + sz(g) * kLanes);
-    } else if (f.pv_chain_f) {
-      f.pv_chain_f(paf.data(), pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb, n,
-                   groups, row_d.data());
-    } else {
-      for (int g = 0; g < groups; ++g)
-        f.pv_chain(pa.data(), pe.data(), vr.value.data() + at + sz(g) * kLanes,
-                   vr.expo.data() + at + sz(g) * kLanes, ldb, n, row_d.data() + sz(g) * kLanes);
+      row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
+                                                 paf.data() + at_p, pef.data() + at_p);
+    const float* cr = cacc + sz(r) * ld_c;  // (d)
+    std::copy(cr, cr + d, cd.begin() + static_cast<std::ptrdiff_t>(sz(r) * ldb));
+  }
+  if (f.pv_chain_f) {
+    f.pv_chain_f(paf.data(), n_max, pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb,
+                 act, rows, groups, cd.data(), ldb);
+  } else {
+    for (int r = 0; r < rows; ++r) {
+      const int n = act[r];
+      if (n == 0) continue;
+      const std::size_t at_p = sz(r) * n_max;
+      if (nv)
+        for (int g = 0; g * kNvBlock < n; ++g) psf[sz(g)] = f32(pbs[sz(r)].scale[sz(g)]);  // e4m3
+      for (int g = 0; g < groups; ++g) {
+        double* out = cd.data() + sz(r) * ldb + sz(g) * kLanes;  // (16)
+        if (nv) {
+          const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
+          quant_lanes::nvf4_lanes(paf.data() + at_p, vr.value_f.data() + at + sz(g) * kLanes, ldb,
+                                  n, psf.data(), vs + sz(g) * kLanes, ldb, out);
+        } else {
+          f.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(g) * kLanes,
+                     vr.expo.data() + at + sz(g) * kLanes, ldb, n, out);
+        }
+      }
     }
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int n = act[r];
+    if (n == 0) continue;
+    float* cr = cacc + sz(r) * ld_c;             // (d)
+    const double* dr = cd.data() + sz(r) * ldb;  // (ldb)
     for (int t = 0; t < d; ++t) {
-      const bool special = row_special || col_special[sz(t)] || !std::isfinite(row_d[sz(t)]);
-      cr[t] = f32(special ? quant_pv_dot(c, pb, j0, n, t, cr[t]) : row_d[sz(t)]);
+      const bool special = row_special[sz(r)] || col_special[sz(t)] || !std::isfinite(dr[t]);
+      cr[t] = f32(special ? quant_pv_dot(c, pbs[sz(r)], j0, n, t, cr[t]) : dr[t]);
     }
   }
 }
@@ -640,16 +658,16 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
     const mma::Instruction ins = mma::default_instruction(arch);
     if (r.qk == OperandKind::mxfp8) {
       f.qk_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-      f.qk_chain_f = &tc_lanes::lane_chain_f<mma::Sm100MxF8>;
+      f.qk_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
     }
     if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16) {
       const tc_lanes::Gemm g = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3);
       f.qk_chain = g.chain;
-      f.qk_chain_f = g.chain_f;
+      f.qk_chain_f = g.chain_rows_f;
     }
     if (r.pv == OperandKind::mxfp8) {
       f.pv_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-      f.pv_chain_f = &tc_lanes::lane_chain_f<mma::Sm100MxF8>;
+      f.pv_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
     }
     if (r.pv == OperandKind::fp8 || r.pv == OperandKind::fp16) {
       const mma::Kind kind = r.pv == OperandKind::fp16 ? mma::Kind::f16 : mma::Kind::f8;
@@ -657,8 +675,8 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
         using P = decltype(profile);
         f.pv_chain =
             r.pv_fp16 ? &tc_lanes::lane_chain<P, mma::Output::fp16> : &tc_lanes::lane_chain<P>;
-        f.pv_chain_f =
-            r.pv_fp16 ? &tc_lanes::lane_chain_f<P, mma::Output::fp16> : &tc_lanes::lane_chain_f<P>;
+        f.pv_chain_f = r.pv_fp16 ? &tc_lanes::lane_chain_rows_f<P, mma::Output::fp16>
+                                 : &tc_lanes::lane_chain_rows_f<P>;
       });
     }
   }

@@ -5,16 +5,17 @@
 // operands, against lane_chain and mma::dot):
 //   * operands are floats (every input format a profile reads, tf32 after truncation, is a
 //     subset of fp32) with int32 exponents clamped at the format's emin (a zero: kZeroExponentF);
-//     the lanes skip a zero a[i], so a caller whose operands hold inf or NaN (operands_f counts
-//     them) computes those lanes with the scalar model (0 x inf is NaN there);
-//   * per block, E = max(kMinExp, e_c, e_a + e_b over the nonzero a), as the model;
+//     a zero's exponent never raises E and its terms are zero, so the loops run without a test
+//     of a[i]; a caller whose operands hold inf or NaN (operands_f counts them) computes those
+//     lanes with the scalar model (0 x inf is NaN there, and the lanes' terms are not);
+//   * per block, E = max(kMinExp, e_c, e_a + e_b over the nonzero products), as the model;
 //   * a term is t = trunc((a b) 2^(F - E)) in float, then int32. Exact where E is in the "float
 //     range" F - 125 <= E <= 126: a b (at most 22 significant bits) is an exact float unless it
 //     is below 2^-126, and then its term is below 2^(F - E - 126) <= 1/2 both before and after
 //     the float product's rounding, so it truncates to 0 either way; 2^(F - E) is a normal float;
 //     and t < 2^(F + 2) <= 2^27 is an exact float and int32. C's term likewise (|C| < 2^(E + 1));
-//   * the t are summed in int32 partial sums of at most kTermsPerSum terms each
-//     (8 * 2^27 + 2^26 < 2^31: no overflow), added with an overflow check (a block whose total
+//   * the t are summed in int32 partial sums of at most terms_per_sum(F) terms each
+//     (15 * 2^27 + 2^26 < 2^31: no overflow), added with an overflow check (a block whose total
 //     leaves int32 goes to the double form), and D = RZ(total to 24 bits) 2^(E - F) (LaneOpsF::
 //     round_sum): exact, as D is never subnormal in the float range (|D| >= 2^(E - F) >=
 //     2^-125) and overflows to inf as the model's does; e8m13 drops 10 more fraction bits; an
@@ -37,8 +38,12 @@ namespace attndev::attention::detail::tc_lanes {
 
 // A zero operand's exponent: far below every product's, and a sum of two never overflows.
 inline constexpr std::int32_t kZeroExponentF = -(1 << 20);
-// Terms per int32 partial sum: each |t| < 2^27 (F <= 25), C's < 2^26.
-inline constexpr int kTermsPerSum = 8;
+// Terms an int32 partial sum holds: each |t| < 2^(F + 2), and C's term < 2^(F + 1) joins the
+// first (15 for F = 24 or 25; every term of a block for F = 13, which then needs no check).
+constexpr int terms_per_sum(int frac_bits) {
+  return static_cast<int>(((std::int64_t{1} << 31) - (std::int64_t{1} << (frac_bits + 1))) >>
+                          (frac_bits + 2));
+}
 
 // An inf or NaN operand's exponent in operands_f (fp32's all-ones field): no block takes it in
 // the float lanes.
@@ -46,7 +51,8 @@ inline constexpr std::int32_t kSpecialExponentF = 128;
 
 // x[0, n) as float operands: value (tf32: its 13 low fraction bits dropped first) and exponent
 // max(e, emin) (zero: kZeroExponentF; inf and NaN: kSpecialExponentF). Returns how many are inf
-// or NaN: the lanes skip a zero a, so 0 x inf (NaN in the model) needs the scalar model.
+// or NaN: the lanes do not reproduce their products (0 x inf is NaN in the model), so a lane
+// that reads one needs the scalar model.
 template <class T>
 int operands_f(const T* x, std::ptrdiff_t n, int emin, bool tf32, float* value,
                std::int32_t* expo) {
@@ -189,7 +195,11 @@ struct LaneOpsF {
   static I addi(I a, I b) { return a + b; }
   static I subi(I a, I b) { return a - b; }
   static I maxi(I a, I b) { return a < b ? b : a; }
-  static I trunc_to_int(F a) { return static_cast<std::int32_t>(a); }
+  // As cvttps2dq: NaN and values beyond int32 give INT32_MIN (a cast would be undefined; such
+  // lanes read inf or NaN operands and are the caller's to redo).
+  static I trunc_to_int(F a) {
+    return a > -0x1p31f && a < 0x1p31f ? static_cast<std::int32_t>(a) : INT32_MIN;
+  }
   static F pow2f(I e) {
     const std::uint32_t u = static_cast<std::uint32_t>(e + 127) << 23;
     float r;
@@ -264,113 +274,156 @@ void round_fp16_lanes(const LaneOpsF::I* total, const LaneOpsF::I* e, float* out
   for (int l = 0; l < kN; ++l) out[l] = static_cast<float>(sum[l]);  // fp16 values: exact
 }
 
-// kGroups groups of 16 lanes at once (independent chains: the float lanes' steps are short, and
-// a single 16-lane chain leaves the vector units waiting on its latency).
+// One block [k0, k1) of one row's chain on kGroups groups of 16 lanes: c_buf (lanes) holds C as
+// floats when fp32_c, else acc does; on return c_buf holds D (fp32_c true). The double form
+// (lane_chain) runs the block where the float lanes cannot (E outside the float range, C not an
+// fp32 value, an int32 sum that overflows), from acc.
 template <class P, int kGroups, numerics::mma::Output kOut>
-void lane_chain_groups(const float* a, const std::int32_t* ea, const float* b,
-                       const std::int32_t* eb, std::ptrdiff_t ldb, int k, double* acc) {
+void chain_block(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+                 std::ptrdiff_t ldb, int k0, int k1, float* c_buf, bool& fp32_c, double* acc) {
   static_assert(P::kFracBits <= 25, "float lanes need t < 2^27 (module comment)");
   using LF = LaneOpsF;
   constexpr int kLanesAll = kGroups * kLanes, kVf = kLanesAll / LF::kWidth;
   constexpr std::int32_t kFastMin = P::kFracBits - 125, kFastMax = 126;
   constexpr bool kFp16 = kOut == numerics::mma::Output::fp16;
   constexpr int kMinExp = kFp16 ? P::kMinExpFp16 : P::kMinExp;
-  alignas(64) float c_buf[kLanesAll];  // (lanes) C, then each block's D
-  bool fp32_c = true;
-  for (int l = 0; l < kLanesAll; ++l) {
-    c_buf[l] = static_cast<float>(acc[l]);
-    fp32_c = fp32_c && static_cast<double>(c_buf[l]) == acc[l];
+  constexpr int kSumTerms = terms_per_sum(P::kFracBits);
+  typename LF::F c[kVf], up[kVf];
+  typename LF::I e[kVf], total[kVf];
+  for (int v = 0; v < kVf; ++v) {
+    c[v] = LF::loadf(c_buf + v * LF::kWidth);
+    e[v] = LF::c_exponent(c[v], kMinExp);
   }
-  for (int k0 = 0; k0 < k; k0 += P::kBlock) {
-    const int k1 = std::min(k, k0 + P::kBlock);
-    typename LF::F c[kVf], up[kVf];
-    typename LF::I e[kVf], total[kVf];
+  for (int i = k0; i < k1; ++i) {  // a zero a[i]: kZeroExponentF never raises E
+    const typename LF::I ei = LF::set1i(ea[i]);
+    for (int v = 0; v < kVf; ++v)
+      e[v] = LF::maxi(e[v], LF::addi(ei, LF::loadi(eb + i * ldb + v * LF::kWidth)));
+  }
+  bool fast = fp32_c;
+  for (int v = 0; v < kVf; ++v) fast = fast && LF::all_in(e[v], kFastMin, kFastMax);
+  if (fast) {
     for (int v = 0; v < kVf; ++v) {
-      c[v] = LF::loadf(c_buf + v * LF::kWidth);
-      e[v] = LF::c_exponent(c[v], kMinExp);
+      up[v] = LF::pow2f(LF::subi(LF::set1i(P::kFracBits), e[v]));
+      total[v] = LF::trunc_to_int(LF::mulf(c[v], up[v]));
     }
-    for (int i = k0; i < k1; ++i) {
-      if (a[i] == 0) continue;
-      const typename LF::I ei = LF::set1i(ea[i]);
-      for (int v = 0; v < kVf; ++v)
-        e[v] = LF::maxi(e[v], LF::addi(ei, LF::loadi(eb + i * ldb + v * LF::kWidth)));
-    }
-    bool fast = fp32_c;
-    for (int v = 0; v < kVf; ++v) fast = fast && LF::all_in(e[v], kFastMin, kFastMax);
-    if (fast) {
-      for (int v = 0; v < kVf; ++v) {
-        up[v] = LF::pow2f(LF::subi(LF::set1i(P::kFracBits), e[v]));
-        total[v] = LF::trunc_to_int(LF::mulf(c[v], up[v]));
-      }
-      for (int g0 = k0; g0 < k1 && fast; g0 += kTermsPerSum) {
-        typename LF::I part[kVf];
-        for (int v = 0; v < kVf; ++v) part[v] = LF::set1i(0);
-        for (int i = g0; i < std::min(k1, g0 + kTermsPerSum); ++i) {
-          if (a[i] == 0) continue;
-          const typename LF::F ai = LF::set1f(a[i]);
-          for (int v = 0; v < kVf; ++v) {
-            const typename LF::F p = LF::mulf(ai, LF::loadf(b + i * ldb + v * LF::kWidth));
-            part[v] = LF::addi(part[v], LF::trunc_to_int(LF::mulf(p, up[v])));
-          }
-        }
+    for (int g0 = k0; g0 < k1 && fast; g0 += kSumTerms) {
+      typename LF::I part[kVf];
+      for (int v = 0; v < kVf; ++v) part[v] = LF::set1i(0);
+      for (int i = g0; i < std::min(k1, g0 + kSumTerms); ++i) {  // a zero a[i]: zero terms
+        const typename LF::F ai = LF::set1f(a[i]);
         for (int v = 0; v < kVf; ++v) {
-          if constexpr (P::kBlock <= kTermsPerSum)
-            total[v] = LF::addi(total[v], part[v]);  // at most 8 terms and C: no overflow
-          else
-            fast = LF::add_checked(total[v], part[v], total[v]) && fast;
+          const typename LF::F p = LF::mulf(ai, LF::loadf(b + i * ldb + v * LF::kWidth));
+          part[v] = LF::addi(part[v], LF::trunc_to_int(LF::mulf(p, up[v])));
         }
       }
-    }
-    if (fast) {
-      if constexpr (kFp16) {
-        round_fp16_lanes<P, kVf>(total, e, c_buf);
-      } else {
-        for (int v = 0; v < kVf; ++v)
-          LF::storef(c_buf + v * LF::kWidth,
-                     LF::template round_sum<P::kFracBits, P::kE8m13>(total[v], e[v]));
+      for (int v = 0; v < kVf; ++v) {
+        if constexpr (P::kBlock <= kSumTerms)
+          total[v] = LF::addi(total[v], part[v]);  // the block's terms and C: no overflow
+        else
+          fast = LF::add_checked(total[v], part[v], total[v]) && fast;
       }
-      continue;
     }
-    // The double form from this block's C (acc holds it where C is not an fp32 value).
-    if (fp32_c)
-      for (int l = 0; l < kLanesAll; ++l) acc[l] = c_buf[l];
-    for (int g = 0; g < kGroups; ++g)
-      double_block<P, kOut>(a + k0, ea + k0, b + k0 * ldb + g * kLanes, eb + k0 * ldb + g * kLanes,
-                            ldb, k1 - k0, acc + g * kLanes);
-    fp32_c = true;  // D is an fp32 value (or inf / NaN, which stays what it is in float)
-    for (int l = 0; l < kLanesAll; ++l) c_buf[l] = static_cast<float>(acc[l]);
   }
-  if (fp32_c)  // else no block ran (k == 0) and acc is C as it came
+  if (fast) {
+    if constexpr (kFp16) {
+      round_fp16_lanes<P, kVf>(total, e, c_buf);
+    } else {
+      for (int v = 0; v < kVf; ++v)
+        LF::storef(c_buf + v * LF::kWidth,
+                   LF::template round_sum<P::kFracBits, P::kE8m13>(total[v], e[v]));
+    }
+    return;
+  }
+  if (fp32_c)  // the double form from this block's C (acc holds it where C is not an fp32 value)
     for (int l = 0; l < kLanesAll; ++l) acc[l] = c_buf[l];
+  for (int g = 0; g < kGroups; ++g)
+    double_block<P, kOut>(a + k0, ea + k0, b + k0 * ldb + g * kLanes, eb + k0 * ldb + g * kLanes,
+                          ldb, k1 - k0, acc + g * kLanes);
+  fp32_c = true;  // D is an fp32 value (or inf / NaN, which stays what it is in float)
+  for (int l = 0; l < kLanesAll; ++l) c_buf[l] = static_cast<float>(acc[l]);
 }
 
-// As lane_chain, on float operands and int32 exponents (operands_f), for lanes = 16 x groups
-// output elements: acc[l] (in: C; out: D of type kOut), l < lanes, through the dot-adds of
-// a[i] b[i ldb + l].
+// Rows [0, rows) of kGroups groups of 16 lanes at once: row r's chain over k[r] products of
+// a[r lda + i] and b[i ldb + l], from C = acc[r ld_acc + l] (D on return). Several rows per
+// block of b (blocks outer, rows inner) so that each block's b (at most 32 x 64 floats and
+// exponents) is read from L1 by every row, not once per row from L2; the groups of a row are
+// independent chains (one 16-lane chain leaves the vector units waiting on its latency).
+template <class P, int kGroups, numerics::mma::Output kOut>
+void lane_chain_groups(const float* a, std::ptrdiff_t lda, const std::int32_t* ea, const float* b,
+                       const std::int32_t* eb, std::ptrdiff_t ldb, const int* k, int rows,
+                       double* acc, std::ptrdiff_t ld_acc) {
+  constexpr int kLanesAll = kGroups * kLanes, kRows = 8;
+  for (int r0 = 0; r0 < rows; r0 += kRows) {
+    const int nr = std::min(kRows, rows - r0);
+    alignas(64) float c_buf[kRows][kLanesAll];  // (rows, lanes) C, then each block's D
+    bool fp32_c[kRows];
+    int k_max = 0;
+    for (int r = 0; r < nr; ++r) {
+      const double* ar = acc + (r0 + r) * ld_acc;  // (lanes)
+      fp32_c[r] = true;
+      for (int l = 0; l < kLanesAll; ++l) {
+        c_buf[r][l] = static_cast<float>(ar[l]);
+        fp32_c[r] = fp32_c[r] && static_cast<double>(c_buf[r][l]) == ar[l];
+      }
+      k_max = std::max(k_max, k[r0 + r]);
+    }
+    for (int k0 = 0; k0 < k_max; k0 += P::kBlock)
+      for (int r = 0; r < nr; ++r) {
+        const int kr = k[r0 + r];
+        if (k0 >= kr) continue;
+        const std::ptrdiff_t row = r0 + r;
+        chain_block<P, kGroups, kOut>(a + row * lda, ea + row * lda, b, eb, ldb, k0,
+                                      std::min(kr, k0 + P::kBlock), c_buf[r], fp32_c[r],
+                                      acc + row * ld_acc);
+      }
+    for (int r = 0; r < nr; ++r)
+      if (fp32_c[r])  // else no block ran (k == 0) and acc is C as it came
+        for (int l = 0; l < kLanesAll; ++l) acc[(r0 + r) * ld_acc + l] = c_buf[r][l];
+  }
+}
+
+// As lane_chain, on float operands and int32 exponents (operands_f), for rows x lanes output
+// elements, lanes = 16 x groups: acc[r ld_acc + l] (in: C; out: D of type kOut) through the
+// dot-adds of a[r lda + i] b[i ldb + l], i < k[r]. A row with k[r] = 0 keeps its C (and its a
+// is not read).
 template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
-void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
-                  std::ptrdiff_t ldb, int k, int groups, double* acc) {
-  if (k == 0) return;  // no dot-add runs: D is C as it came (and a, b may be empty)
+void lane_chain_rows_f(const float* a, std::ptrdiff_t lda, const std::int32_t* ea, const float* b,
+                       const std::int32_t* eb, std::ptrdiff_t ldb, const int* k, int rows,
+                       int groups, double* acc, std::ptrdiff_t ld_acc) {
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {
       case 1:
-        lane_chain_groups<P, 1, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 1, kOut>(a, lda, ea, b + off, eb + off, ldb, k, rows, acc + off,
+                                      ld_acc);
         break;
       case 2:
-        lane_chain_groups<P, 2, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 2, kOut>(a, lda, ea, b + off, eb + off, ldb, k, rows, acc + off,
+                                      ld_acc);
         break;
       case 3:
-        lane_chain_groups<P, 3, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 3, kOut>(a, lda, ea, b + off, eb + off, ldb, k, rows, acc + off,
+                                      ld_acc);
         break;
       default:
-        lane_chain_groups<P, 4, kOut>(a, ea, b + off, eb + off, ldb, k, acc + off);
+        lane_chain_groups<P, 4, kOut>(a, lda, ea, b + off, eb + off, ldb, k, rows, acc + off,
+                                      ld_acc);
         break;
     }
   }
 }
 
+// One row: acc[l] (in: C; out: D), l < 16 x groups, through the dot-adds of a[i] b[i ldb + l].
+template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
+void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+                  std::ptrdiff_t ldb, int k, int groups, double* acc) {
+  lane_chain_rows_f<P, kOut>(a, 0, ea, b, eb, ldb, &k, 1, groups, acc, 0);
+}
+
 using LaneChainF = void (*)(const float*, const std::int32_t*, const float*, const std::int32_t*,
                             std::ptrdiff_t, int, int, double*);
+using LaneChainRowsF = void (*)(const float*, std::ptrdiff_t, const std::int32_t*, const float*,
+                                const std::int32_t*, std::ptrdiff_t, const int*, int, int, double*,
+                                std::ptrdiff_t);
 
 }  // namespace attndev::attention::detail::tc_lanes
