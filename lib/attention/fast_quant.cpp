@@ -99,6 +99,14 @@ struct Shared {
 
 // ---- QK^T ------------------------------------------------------------------------------------
 
+// Whether every lane of x[0, n) is the lanes' own result: finite, and not marked special (then
+// the caller converts them in one loop that vectorizes, instead of testing each one).
+bool lanes_usable(const double* x, const char* special, int n) {
+  int bad = 0;
+  for (int i = 0; i < n; ++i) bad |= static_cast<int>(!(std::fabs(x[i]) <= DBL_MAX)) | special[i];
+  return bad == 0;
+}
+
 // The Q rows of one work item as lane operands, made once per item.
 struct QLanes {
   std::vector<double> value = {}, expo = {};  // (rows, d)
@@ -178,9 +186,14 @@ void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const Ke
   }
   for (int r = 0; r < rows; ++r) {
     const double* row = sd.data() + sz(r) * ldb;  // (ldb)
+    float* out = s + sz(r) * ld_s;                // (n[r])
+    if (!ql.special[sz(r)] && lanes_usable(row, key_special, n[r])) {
+      for (int j = 0; j < n[r]; ++j) out[j] = f32(row[j]);
+      continue;
+    }
     for (int j = 0; j < n[r]; ++j) {
       const bool special = ql.special[sz(r)] || key_special[j] || !std::isfinite(row[j]);
-      s[sz(r) * ld_s + j] = f32(special ? quant_qk_dot(c, i0 + r, j0 + j) : row[j]);
+      out[j] = f32(special ? quant_qk_dot(c, i0 + r, j0 + j) : row[j]);
     }
   }
 }
@@ -515,6 +528,10 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
     if (n == 0) continue;
     float* cr = cacc + sz(r) * ld_c;             // (d)
     const double* dr = cd.data() + sz(r) * ldb;  // (ldb)
+    if (!row_special[sz(r)] && lanes_usable(dr, col_special.data(), d)) {
+      for (int t = 0; t < d; ++t) cr[t] = f32(dr[t]);
+      continue;
+    }
     for (int t = 0; t < d; ++t) {
       const bool special = row_special[sz(r)] || col_special[sz(t)] || !std::isfinite(dr[t]);
       cr[t] = f32(special ? quant_pv_dot(c, pbs[sz(r)], j0, n, t, cr[t]) : dr[t]);

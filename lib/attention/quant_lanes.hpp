@@ -59,10 +59,11 @@ inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k
     for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvGroup, ++count) {
       LF::F sum[kVf];
       for (int v = 0; v < kVf; ++v) sum[v] = LF::set1f(0.0f);
-      for (int j = g0; j < std::min(k, g0 + kNvGroup); ++j) {  // e2m1 products: exact sums
+      // e2m1 products and their sums are exact, so one fused multiply-add is the same
+      for (int j = g0; j < std::min(k, g0 + kNvGroup); ++j) {
         const LF::F aj = LF::set1f(a[j]);
         for (int v = 0; v < kVf; ++v)
-          sum[v] = LF::addf(sum[v], LF::mulf(aj, LF::loadf(b + j * ldb + v * LF::kWidth)));
+          sum[v] = LF::fmaf(aj, LF::loadf(b + j * ldb + v * LF::kWidth), sum[v]);
       }
       const LF::F sa = LF::set1f(scale_a[g0 / kNvGroup]);
       const float* sb = scale_b + (g0 / kNvGroup) * ld_sb;

@@ -91,6 +91,7 @@ struct LaneOpsF {
   static I set1i(std::int32_t x) { return _mm512_set1_epi32(x); }
   static F mulf(F a, F b) { return _mm512_mul_ps(a, b); }
   static F addf(F a, F b) { return _mm512_add_ps(a, b); }
+  static F fmaf(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   static I addi(I a, I b) { return _mm512_add_epi32(a, b); }
   static I subi(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I maxi(I a, I b) { return _mm512_maskz_max_epi32(0xFFFF, a, b); }
@@ -140,6 +141,7 @@ struct LaneOpsF {
   static I set1i(std::int32_t x) { return _mm256_set1_epi32(x); }
   static F mulf(F a, F b) { return _mm256_mul_ps(a, b); }
   static F addf(F a, F b) { return _mm256_add_ps(a, b); }
+  static F fmaf(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static I addi(I a, I b) { return _mm256_add_epi32(a, b); }
   static I subi(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I maxi(I a, I b) { return _mm256_max_epi32(a, b); }
@@ -192,6 +194,7 @@ struct LaneOpsF {
   static I set1i(std::int32_t x) { return x; }
   static F mulf(F a, F b) { return a * b; }
   static F addf(F a, F b) { return a + b; }
+  static F fmaf(F a, F b, F c) { return std::fma(a, b, c); }
   static I addi(I a, I b) { return a + b; }
   static I subi(I a, I b) { return a - b; }
   static I maxi(I a, I b) { return a < b ? b : a; }
