@@ -115,6 +115,27 @@ struct LaneOpsF {
     const I overflow = _mm512_and_si512(_mm512_xor_si512(a, sum), _mm512_xor_si512(b, sum));
     return _mm512_movepi32_mask(overflow) == 0;
   }
+  // An fp16 D: the exact total x 2^(E - F) rounded to odd at 24 bits (RZ, then the sticky bit
+  // of what the RZ dropped into the last place), then to nearest even fp16 by F16C: rounding
+  // to odd first keeps the second rounding correct (24 >= 11 + 2 bits), for fp16 subnormals
+  // too, and 65520 (where fp16 overflows) is even, so it is reached only when the total is.
+  // Exact scaling needs E - F >= -126 (a normal float): fp16_in_range.
+  static bool fp16_in_range(I e, int frac_bits) {
+    return _mm512_cmplt_epi32_mask(e, set1i(frac_bits - 126)) == 0;
+  }
+  template <int kFracBits>
+  static F round_sum_fp16(I total, I e) {
+    const F rz =
+        _mm512_maskz_cvt_roundepi32_ps(0xFFFF, total, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __mmask16 inexact =
+        _mm512_cmpneq_epi32_mask(_mm512_maskz_cvttps_epi32(0xFFFF, rz), total);
+    const F odd = _mm512_castsi512_ps(
+        _mm512_mask_or_epi32(_mm512_castps_si512(rz), inexact, _mm512_castps_si512(rz), set1i(1)));
+    const F d = mulf(odd, pow2f(subi(e, set1i(kFracBits))));
+    const __m256i h =
+        _mm512_maskz_cvtps_ph(0xFFFF, d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_maskz_cvtph_ps(0xFFFF, h);
+  }
   template <int kFracBits, bool kE8m13>
   static F round_sum(I total, I e) {
     const F rz =
@@ -329,6 +350,16 @@ void chain_block(const float* a, const std::int32_t* ea, const float* b, const s
   }
   if (fast) {
     if constexpr (kFp16) {
+#if defined(__AVX512F__)
+      bool in_range = true;  // AVX-512's native rounding (round_sum_fp16), else through double
+      for (int v = 0; v < kVf; ++v) in_range = in_range && LF::fp16_in_range(e[v], P::kFracBits);
+      if (in_range) {
+        for (int v = 0; v < kVf; ++v)
+          LF::storef(c_buf + v * LF::kWidth,
+                     LF::template round_sum_fp16<P::kFracBits>(total[v], e[v]));
+        return;
+      }
+#endif
       round_fp16_lanes<P, kVf>(total, e, c_buf);
     } else {
       for (int v = 0; v < kVf; ++v)
