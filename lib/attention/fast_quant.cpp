@@ -169,20 +169,20 @@ void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const Ke
     f.qk_chain_f(ql.value_f.data(), d, ql.expo_f.data(), kt.value_f.data() + kt.tile(t),
                  kt.expo_f.data() + kt.tile(t), ldb, k.data(), rows, groups, sd.data(), ldb);
   } else {
-    for (int r = 0; r < rows; ++r)
-      for (int g = 0; g < groups; ++g) {
-        double* out = sd.data() + sz(r) * ldb + sz(g) * kLanes;  // (16)
-        if (nv) {
-          const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
-          quant_lanes::nvf4_lanes(
-              ql.value_f.data() + sz(r) * d, kt.value_f.data() + kt.tile(t) + sz(g) * kLanes, ldb,
-              d, ql.scale_f.data() + sz(r) * (d / kNvBlock), ks + sz(g) * kLanes, ldb, out);
-        } else {
-          f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
-                     kt.value.data() + kt.tile(t) + sz(g) * kLanes,
-                     kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d, out);
-        }
+    const float* ks = nv ? kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb : nullptr;
+    for (int r = 0; r < rows; ++r) {
+      if (nv) {  // ks: (d / 16, ldb)
+        quant_lanes::nvf4_lanes(ql.value_f.data() + sz(r) * d, kt.value_f.data() + kt.tile(t), ldb,
+                                d, ql.scale_f.data() + sz(r) * (d / kNvBlock), ks, ldb, groups,
+                                sd.data() + sz(r) * ldb);
+        continue;
       }
+      for (int g = 0; g < groups; ++g)
+        f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
+                   kt.value.data() + kt.tile(t) + sz(g) * kLanes,
+                   kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
+                   sd.data() + sz(r) * ldb + sz(g) * kLanes);
+    }
   }
   for (int r = 0; r < rows; ++r) {
     const double* row = sd.data() + sz(r) * ldb;  // (ldb)
@@ -508,19 +508,17 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
       const int n = act[r];
       if (n == 0) continue;
       const std::size_t at_p = sz(r) * n_max;
-      if (nv)
+      if (nv) {
         for (int g = 0; g * kNvBlock < n; ++g) psf[sz(g)] = f32(pbs[sz(r)].scale[sz(g)]);  // e4m3
-      for (int g = 0; g < groups; ++g) {
-        double* out = cd.data() + sz(r) * ldb + sz(g) * kLanes;  // (16)
-        if (nv) {
-          const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
-          quant_lanes::nvf4_lanes(paf.data() + at_p, vr.value_f.data() + at + sz(g) * kLanes, ldb,
-                                  n, psf.data(), vs + sz(g) * kLanes, ldb, out);
-        } else {
-          f.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(g) * kLanes,
-                     vr.expo.data() + at + sz(g) * kLanes, ldb, n, out);
-        }
+        const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
+        quant_lanes::nvf4_lanes(paf.data() + at_p, vr.value_f.data() + at, ldb, n, psf.data(), vs,
+                                ldb, groups, cd.data() + sz(r) * ldb);
+        continue;
       }
+      for (int g = 0; g < groups; ++g)
+        f.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(g) * kLanes,
+                   vr.expo.data() + at + sz(g) * kLanes, ldb, n,
+                   cd.data() + sz(r) * ldb + sz(g) * kLanes);
     }
   }
   for (int r = 0; r < rows; ++r) {

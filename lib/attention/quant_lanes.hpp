@@ -33,20 +33,17 @@ using tc_lanes::round_fp32_rz;
 // (MMA-Sim, nv_ptx.py; the group sum's exponent read as floor(log2 |sum|): attndev's reading).
 inline constexpr int kNvInstructionK = 64, kNvGroup = 16, kNvf4FracBits = 35;
 
-// The 16 lanes' D of nvf4_dot: acc[l] (in: C, out: D) through the instructions over k elements
-// of a (one per k, shared by the lanes) and b[i * ldb + l]; scale_a[g] (one per 16 of a) and
-// scale_b[g * ld_sb + l] (per lane). Lanes whose D is not finite are left to the caller.
-// The operands are e2m1 values and the scales e4m3 values (or 0, NaN) as floats: a group's sum
-// of products (multiples of 1/4 up to 36, sixteen of them: at most 576) is exact in float lanes,
-// and so is its term sum x sa x sb (at most 12 + 4 + 4 significant bits, between 2^-20 and 2^27).
-// The instruction's alignment (35 fraction bits: beyond an int32) runs in double lanes.
-inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k,
-                       const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb,
-                       double* acc) {
+// kLaneGroups x 16 lanes of nvf4_lanes at once: independent chains, so that neither the group
+// sums' fused multiply-adds nor the alignment's steps wait on one chain's latency.
+template <int kLaneGroups>
+void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k,
+                      const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb,
+                      double* acc) {
   using L = LaneOps;
   using LF = tc_lanes::LaneOpsF;
   using V = L::V;
-  constexpr int kVecs = kLanes / L::kWidth, kVf = kLanes / LF::kWidth;
+  constexpr int kAll = kLaneGroups * kLanes;
+  constexpr int kVecs = kAll / L::kWidth, kVf = kAll / LF::kWidth;
   constexpr int kGroups = kNvInstructionK / kNvGroup;
   const V zero = L::set1(0.0), min_e = L::set1(-133.0),
           inf = L::set1(static_cast<double>(INFINITY));
@@ -54,7 +51,7 @@ inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);
   for (int k0 = 0; k0 < k; k0 += kNvInstructionK) {
-    alignas(64) float term_f[kGroups][kLanes];  // (groups, lanes)
+    alignas(64) float term_f[kGroups][kAll];  // (groups, lanes)
     int count = 0;
     for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvGroup, ++count) {
       LF::F sum[kVf];
@@ -71,9 +68,9 @@ inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k
         LF::storef(term_f[count] + v * LF::kWidth,
                    LF::mulf(LF::mulf(sum[v], sa), LF::loadf(sb + v * LF::kWidth)));
     }
-    alignas(64) double terms[kGroups][kLanes];  // (groups, lanes) exactly the floats
+    alignas(64) double terms[kGroups][kAll];  // (groups, lanes) exactly the floats
     for (int g = 0; g < count; ++g)
-      for (int l = 0; l < kLanes; ++l) terms[g][l] = term_f[g][l];
+      for (int l = 0; l < kAll; ++l) terms[g][l] = term_f[g][l];
     for (int v = 0; v < kVecs; ++v) {
       // E over the nonzero finite terms and C (a non-finite lane is redone by the caller).
       V e = L::if_eq(c[v], zero, min_e, L::max(min_e, L::exponent(c[v])));
@@ -91,6 +88,36 @@ inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k
     }
   }
   for (int v = 0; v < kVecs; ++v) L::store(acc + v * L::kWidth, c[v]);
+}
+
+// The D of nvf4_dot for lanes = 16 x groups: acc[l] (in: C, out: D) through the instructions
+// over k elements of a (one per k, shared by the lanes) and b[i * ldb + l]; scale_a[g] (one per
+// 16 of a) and scale_b[g * ld_sb + l] (per lane). Lanes whose D is not finite are left to the
+// caller. The operands are e2m1 values and the scales e4m3 values (or 0, NaN) as floats: a
+// group's sum of products (multiples of 1/4 up to 36, sixteen of them: at most 576) is exact in
+// float lanes, and so is its term sum x sa x sb (at most 12 + 4 + 4 significant bits, between
+// 2^-20 and 2^27). The instruction's alignment (35 fraction bits: beyond an int32) runs in
+// double lanes.
+inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k,
+                       const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb, int groups,
+                       double* acc) {
+  for (int g = 0; g < groups; g += 4) {
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
+    switch (std::min(4, groups - g)) {
+      case 1:
+        nvf4_lane_groups<1>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        break;
+      case 2:
+        nvf4_lane_groups<2>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        break;
+      case 3:
+        nvf4_lane_groups<3>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        break;
+      default:
+        nvf4_lane_groups<4>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        break;
+    }
+  }
 }
 
 }  // namespace attndev::attention::detail::quant_lanes
