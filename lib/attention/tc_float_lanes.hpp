@@ -394,11 +394,12 @@ void lane_chain_groups(const float* a, std::ptrdiff_t lda, const std::int32_t* e
     int k_max = 0;
     for (int r = 0; r < nr; ++r) {
       const double* ar = acc + (r0 + r) * ld_acc;  // (lanes)
-      fp32_c[r] = true;
+      int inexact = 0;                             // a loop that vectorizes (no && chain)
       for (int l = 0; l < kLanesAll; ++l) {
         c_buf[r][l] = static_cast<float>(ar[l]);
-        fp32_c[r] = fp32_c[r] && static_cast<double>(c_buf[r][l]) == ar[l];
+        inexact |= static_cast<int>(static_cast<double>(c_buf[r][l]) != ar[l]);
       }
+      fp32_c[r] = inexact == 0;
       k_max = std::max(k_max, k[r0 + r]);
     }
     for (int k0 = 0; k0 < k_max; k0 += P::kBlock)
