@@ -111,7 +111,7 @@ bool lanes_usable(const double* x, const char* special, int n) {
 struct QLanes {
   std::vector<double> value = {}, expo = {};  // (rows, d)
   std::vector<float> value_f = {};            // (rows, d) the float lanes' form
-  std::vector<std::int32_t> expo_f = {};      // (rows, d)
+  std::vector<tc_lanes::Expo> expo_f = {};    // (rows, d)
   std::vector<float> scale_f = {};            // (rows, d / 16) nvfp4's block scales
   std::vector<char> special = {};             // (rows)
 };
@@ -481,7 +481,7 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
   std::vector<double> pa(sz(rows) * n_max), pe(pa.size());    // (rows, n) P as lane operands
   std::vector<int> ps(sz(n_max));                             // (n) one row's exponents
   std::vector<float> paf(in_float ? pa.size() : 0);           // (rows, n) as floats
-  std::vector<std::int32_t> pef(paf.size());                  // (rows, n)
+  std::vector<tc_lanes::Expo> pef(paf.size());                // (rows, n)
   std::vector<float> psf(nv ? sz(n_max / kNvBlock + 1) : 0);  // (n / 16) nvfp4's P scales
   std::vector<double> cd(sz(rows) * ldb, 0.0);                // (rows, ldb) C, then D
   std::vector<char> row_special(sz(rows), 0);                 // (rows)

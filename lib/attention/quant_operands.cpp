@@ -42,7 +42,7 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc, Forms forms) {
   std::vector<double> kv(sz(d)), kx(sz(d));  // (d) one key's operands
   std::vector<int> se(sz(d));                // (d) its scale exponents
   std::vector<float> kvf(sz(d));             // (d) as floats
-  std::vector<std::int32_t> kxf(sz(d));      // (d) their exponents
+  std::vector<tc_lanes::Expo> kxf(sz(d));    // (d) their exponents
   for (int j = 0; j < n_kv; ++j) {
     const int t = j / bc, lane = j % bc;
     const std::size_t at = kt.tile(t) + sz(lane);  // (d) with stride ldb: key j's column of K^T
@@ -144,12 +144,12 @@ int lane_operands(const double* x, int n, double emin, const int* s, double* val
 }
 
 bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
-                         std::int32_t* ef) {
+                         tc_lanes::Expo* ef) {
   bool exact = true;
   for (int i = 0; i < n; ++i) {
     vf[i] = static_cast<float>(value[i]);
     exact = exact && static_cast<double>(vf[i]) == value[i];
-    ef[i] = value[i] == 0 ? tc_lanes::kZeroExponentF : static_cast<std::int32_t>(expo[i]);
+    ef[i] = value[i] == 0 ? tc_lanes::kZeroExponentF : static_cast<tc_lanes::Expo>(expo[i]);
   }
   return exact;
 }

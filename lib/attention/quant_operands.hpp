@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention/quant_attention.hpp"
+#include "attention/tc_float_lanes.hpp"
 
 namespace attndev::attention::detail::quant_operands {
 
@@ -28,7 +29,7 @@ int lane_operands(const double* x, int n, double emin, const int* s, double* val
 // kZeroExponentF). False if a value is not an exact float (a scale folded in beyond fp32's
 // range, NaN): its lanes then take the scalar functions.
 bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
-                         std::int32_t* ef);
+                         tc_lanes::Expo* ef);
 
 // mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
 bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s);
@@ -44,7 +45,7 @@ struct KeyTiles {
   int d = 0, ldb = 0;
   std::vector<double> value = {}, expo = {};  // (tiles, d, ldb) double form
   std::vector<float> value_f = {};            // (tiles, d, ldb) float form
-  std::vector<std::int32_t> expo_f = {};      // (tiles, d, ldb)
+  std::vector<tc_lanes::Expo> expo_f = {};    // (tiles, d, ldb)
   std::vector<float> scales_f = {};           // (tiles, d / 16, ldb) nvfp4's block scales
   std::vector<char> special = {};             // (tiles, ldb)
 
@@ -57,7 +58,7 @@ struct ValueRows {
   int ldb = 0;
   std::vector<double> value = {}, expo = {};  // (N_kv, ldb) double form
   std::vector<float> value_f = {};            // (N_kv, ldb) float form
-  std::vector<std::int32_t> expo_f = {};      // (N_kv, ldb)
+  std::vector<tc_lanes::Expo> expo_f = {};    // (N_kv, ldb)
   std::vector<char> key_special = {};         // (N_kv) an operand not finite or not exact
   std::vector<char> scale_special = {};       // (ceil(N_kv / 32), ldb) mxfp8: a scale not finite
   std::vector<float> scales_f = {};           // (ceil(N_kv / 16), ldb) nvfp4's block scales

@@ -36,8 +36,13 @@
 
 namespace attndev::attention::detail::tc_lanes {
 
+// A float-lane operand's exponent: int16, so that the pass that finds each block's E (a max of
+// sums of exponents) runs 16 lanes per 256-bit vector, half the work of int32 lanes on CPUs
+// whose 512-bit units are two 256-bit halves. Every exponent fits: an element's is at most 127
+// plus a folded block scale's 127, and a zero's sum with another zero's is -32768.
+using Expo = std::int16_t;
 // A zero operand's exponent: far below every product's, and a sum of two never overflows.
-inline constexpr std::int32_t kZeroExponentF = -(1 << 20);
+inline constexpr Expo kZeroExponentF = -16384;
 // Terms an int32 partial sum holds: each |t| < 2^(F + 2), and C's term < 2^(F + 1) joins the
 // first (15 for F = 24 or 25; every term of a block for F = 13, which then needs no check).
 constexpr int terms_per_sum(int frac_bits) {
@@ -47,15 +52,14 @@ constexpr int terms_per_sum(int frac_bits) {
 
 // An inf or NaN operand's exponent in operands_f (fp32's all-ones field): no block takes it in
 // the float lanes.
-inline constexpr std::int32_t kSpecialExponentF = 128;
+inline constexpr Expo kSpecialExponentF = 128;
 
 // x[0, n) as float operands: value (tf32: its 13 low fraction bits dropped first) and exponent
 // max(e, emin) (zero: kZeroExponentF; inf and NaN: kSpecialExponentF). Returns how many are inf
 // or NaN: the lanes do not reproduce their products (0 x inf is NaN in the model), so a lane
 // that reads one needs the scalar model.
 template <class T>
-int operands_f(const T* x, std::ptrdiff_t n, int emin, bool tf32, float* value,
-               std::int32_t* expo) {
+int operands_f(const T* x, std::ptrdiff_t n, int emin, bool tf32, float* value, Expo* expo) {
   const std::uint32_t keep = tf32 ? 0xFFFFE000u : 0xFFFFFFFFu;
   int special = 0;
   for (std::ptrdiff_t i = 0; i < n; ++i) {
@@ -66,7 +70,8 @@ int operands_f(const T* x, std::ptrdiff_t n, int emin, bool tf32, float* value,
     std::memcpy(&value[i], &u, sizeof u);
     const std::int32_t field = static_cast<std::int32_t>((u >> 23) & 0xFFu);
     special += field == 0xFF;
-    expo[i] = (u & 0x7FFFFFFFu) == 0 ? kZeroExponentF : std::max(field - 127, emin);
+    expo[i] =
+        (u & 0x7FFFFFFFu) == 0 ? kZeroExponentF : static_cast<Expo>(std::max(field - 127, emin));
   }
   return special;
 }
@@ -255,10 +260,57 @@ struct LaneOpsF {
 };
 #endif
 
+// 16 exponents (Expo) in one 256-bit vector where the build has AVX2 (AVX-512 builds too), else
+// one at a time, and their widening into LaneOpsF's int32 vectors.
+#if defined(__AVX2__)
+struct ExpoLanes {
+  using H = __m256i;
+  static H load(const Expo* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static H set1(Expo x) { return _mm256_set1_epi16(x); }
+  static H add(H a, H b) { return _mm256_add_epi16(a, b); }
+  static H max(H a, H b) { return _mm256_max_epi16(a, b); }
+  static void widen(H h, LaneOpsF::I* out) {
+#if defined(__AVX512F__)
+    out[0] = _mm512_maskz_cvtepi16_epi32(0xFFFF, h);  // zero-masked: see LaneOpsF
+#else
+    out[0] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(h));
+    out[1] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(h, 1));
+#endif
+  }
+};
+#else
+struct ExpoLanes {
+  struct H {
+    Expo v[kLanes];
+  };
+  static H load(const Expo* p) {
+    H h;
+    std::memcpy(h.v, p, sizeof h.v);
+    return h;
+  }
+  static H set1(Expo x) {
+    H h;
+    std::fill(h.v, h.v + kLanes, x);
+    return h;
+  }
+  static H add(H a, H b) {
+    for (int l = 0; l < kLanes; ++l) a.v[l] = static_cast<Expo>(a.v[l] + b.v[l]);
+    return a;
+  }
+  static H max(H a, H b) {
+    for (int l = 0; l < kLanes; ++l) a.v[l] = std::max(a.v[l], b.v[l]);
+    return a;
+  }
+  static void widen(H h, LaneOpsF::I* out) {
+    for (int l = 0; l < kLanes; ++l) out[l] = h.v[l];
+  }
+};
+#endif
+
 // One block (n <= P::kBlock products from a, b) of the 16 lanes through the double form: the
 // float operands widened (exactly) to lane_chain's.
 template <class P, numerics::mma::Output kOut>
-void double_block(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+void double_block(const float* a, const Expo* ea, const float* b, const Expo* eb,
                   std::ptrdiff_t ldb, int n, double* acc) {
   alignas(64) double ad[P::kBlock], ead[P::kBlock];                    // (n)
   alignas(64) double bd[P::kBlock * kLanes], ebd[P::kBlock * kLanes];  // (n, 16)
@@ -303,8 +355,8 @@ void round_fp16_lanes(const LaneOpsF::I* total, const LaneOpsF::I* e, float* out
 // (lane_chain) runs the block where the float lanes cannot (E outside the float range, C not an
 // fp32 value, an int32 sum that overflows), from acc.
 template <class P, int kGroups, numerics::mma::Output kOut>
-void chain_block(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
-                 std::ptrdiff_t ldb, int k0, int k1, float* c_buf, bool& fp32_c, double* acc) {
+void chain_block(const float* a, const Expo* ea, const float* b, const Expo* eb, std::ptrdiff_t ldb,
+                 int k0, int k1, float* c_buf, bool& fp32_c, double* acc) {
   static_assert(P::kFracBits <= 25, "float lanes need t < 2^27 (module comment)");
   using LF = LaneOpsF;
   constexpr int kLanesAll = kGroups * kLanes, kVf = kLanesAll / LF::kWidth;
@@ -314,14 +366,17 @@ void chain_block(const float* a, const std::int32_t* ea, const float* b, const s
   constexpr int kSumTerms = terms_per_sum(P::kFracBits);
   typename LF::F c[kVf], up[kVf];
   typename LF::I e[kVf], total[kVf];
+  ExpoLanes::H eh[kGroups];  // (groups) max over the block of e_a + e_b, in int16
+  for (int g = 0; g < kGroups; ++g) eh[g] = ExpoLanes::set1(INT16_MIN);
+  for (int i = k0; i < k1; ++i) {  // a zero a[i]: kZeroExponentF never raises E
+    const ExpoLanes::H ei = ExpoLanes::set1(ea[i]);
+    for (int g = 0; g < kGroups; ++g)
+      eh[g] = ExpoLanes::max(eh[g], ExpoLanes::add(ei, ExpoLanes::load(eb + i * ldb + g * kLanes)));
+  }
+  for (int g = 0; g < kGroups; ++g) ExpoLanes::widen(eh[g], e + g * (kLanes / LF::kWidth));
   for (int v = 0; v < kVf; ++v) {
     c[v] = LF::loadf(c_buf + v * LF::kWidth);
-    e[v] = LF::c_exponent(c[v], kMinExp);
-  }
-  for (int i = k0; i < k1; ++i) {  // a zero a[i]: kZeroExponentF never raises E
-    const typename LF::I ei = LF::set1i(ea[i]);
-    for (int v = 0; v < kVf; ++v)
-      e[v] = LF::maxi(e[v], LF::addi(ei, LF::loadi(eb + i * ldb + v * LF::kWidth)));
+    e[v] = LF::maxi(e[v], LF::c_exponent(c[v], kMinExp));
   }
   bool fast = fp32_c;
   for (int v = 0; v < kVf; ++v) fast = fast && LF::all_in(e[v], kFastMin, kFastMax);
@@ -383,9 +438,9 @@ void chain_block(const float* a, const std::int32_t* ea, const float* b, const s
 // exponents) is read from L1 by every row, not once per row from L2; the groups of a row are
 // independent chains (one 16-lane chain leaves the vector units waiting on its latency).
 template <class P, int kGroups, numerics::mma::Output kOut>
-void lane_chain_groups(const float* a, std::ptrdiff_t lda, const std::int32_t* ea, const float* b,
-                       const std::int32_t* eb, std::ptrdiff_t ldb, const int* k, int rows,
-                       double* acc, std::ptrdiff_t ld_acc) {
+void lane_chain_groups(const float* a, std::ptrdiff_t lda, const Expo* ea, const float* b,
+                       const Expo* eb, std::ptrdiff_t ldb, const int* k, int rows, double* acc,
+                       std::ptrdiff_t ld_acc) {
   constexpr int kLanesAll = kGroups * kLanes, kRows = 8;
   for (int r0 = 0; r0 < rows; r0 += kRows) {
     const int nr = std::min(kRows, rows - r0);
@@ -422,9 +477,9 @@ void lane_chain_groups(const float* a, std::ptrdiff_t lda, const std::int32_t* e
 // dot-adds of a[r lda + i] b[i ldb + l], i < k[r]. A row with k[r] = 0 keeps its C (and its a
 // is not read).
 template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
-void lane_chain_rows_f(const float* a, std::ptrdiff_t lda, const std::int32_t* ea, const float* b,
-                       const std::int32_t* eb, std::ptrdiff_t ldb, const int* k, int rows,
-                       int groups, double* acc, std::ptrdiff_t ld_acc) {
+void lane_chain_rows_f(const float* a, std::ptrdiff_t lda, const Expo* ea, const float* b,
+                       const Expo* eb, std::ptrdiff_t ldb, const int* k, int rows, int groups,
+                       double* acc, std::ptrdiff_t ld_acc) {
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {
@@ -450,15 +505,15 @@ void lane_chain_rows_f(const float* a, std::ptrdiff_t lda, const std::int32_t* e
 
 // One row: acc[l] (in: C; out: D), l < 16 x groups, through the dot-adds of a[i] b[i ldb + l].
 template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
-void lane_chain_f(const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+void lane_chain_f(const float* a, const Expo* ea, const float* b, const Expo* eb,
                   std::ptrdiff_t ldb, int k, int groups, double* acc) {
   lane_chain_rows_f<P, kOut>(a, 0, ea, b, eb, ldb, &k, 1, groups, acc, 0);
 }
 
-using LaneChainF = void (*)(const float*, const std::int32_t*, const float*, const std::int32_t*,
-                            std::ptrdiff_t, int, int, double*);
-using LaneChainRowsF = void (*)(const float*, std::ptrdiff_t, const std::int32_t*, const float*,
-                                const std::int32_t*, std::ptrdiff_t, const int*, int, int, double*,
+using LaneChainF = void (*)(const float*, const Expo*, const float*, const Expo*, std::ptrdiff_t,
+                            int, int, double*);
+using LaneChainRowsF = void (*)(const float*, std::ptrdiff_t, const Expo*, const float*,
+                                const Expo*, std::ptrdiff_t, const int*, int, int, double*,
                                 std::ptrdiff_t);
 
 }  // namespace attndev::attention::detail::tc_lanes

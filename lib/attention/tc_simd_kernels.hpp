@@ -112,7 +112,7 @@ struct TcSimdKernels {
     const int emin_v = numerics::traits(pv_gemm.operands.b).min_exponent;
     const T* v = pk.v_head(bh) + static_cast<std::size_t>(j0) * pk.ld_v;  // (n_max, ld_v)
     std::vector<float> vb(static_cast<std::size_t>(n_max) * ldb, 0.f);    // (n_max, ldb)
-    std::vector<std::int32_t> ve(vb.size(), kZeroExponentF);              // (n_max, ldb)
+    std::vector<Expo> ve(vb.size(), kZeroExponentF);                      // (n_max, ldb)
     int tile_special = 0;
     for (int j = 0; j < n_max; ++j)
       tile_special += operands_f(v + static_cast<std::size_t>(j) * pk.ld_v, d, emin_v, pv_gemm.tf32,
@@ -120,7 +120,7 @@ struct TcSimdKernels {
                                  ve.data() + static_cast<std::size_t>(j) * ldb);
     const std::vector<char> col_special = special_lanes(ve, n_max, ldb, tile_special);  // (ldb)
     std::vector<float> pa(static_cast<std::size_t>(n_max));    // (n_max) a P row
-    std::vector<std::int32_t> pe(pa.size());                   // (n_max) its exponents
+    std::vector<Expo> pe(pa.size());                           // (n_max) its exponents
     std::vector<double> lanes(static_cast<std::size_t>(ldb));  // (ldb) C, then D
     std::vector<double> vd(static_cast<std::size_t>(n_max));   // (n_max) a V column
     for (int r = 0; r < rows; ++r) {
@@ -158,7 +158,7 @@ struct TcSimdKernels {
     const int emin_k = numerics::traits(qk.operands.b).min_exponent;
     const T* tile = pk.kt_tile(bh, j0 / pk.block);                  // (d, padded)
     std::vector<float> kb(static_cast<std::size_t>(d) * ldb, 0.f);  // (d, ldb) K^T as read
-    std::vector<std::int32_t> ke(kb.size(), kZeroExponentF);        // (d, ldb) its exponents
+    std::vector<Expo> ke(kb.size(), kZeroExponentF);                // (d, ldb) its exponents
     int tile_special = 0;
     for (int t = 0; t < d; ++t)
       tile_special += operands_f(tile + static_cast<std::size_t>(t) * pk.padded, n_max, emin_k,
@@ -166,7 +166,7 @@ struct TcSimdKernels {
                                  ke.data() + static_cast<std::size_t>(t) * ldb);
     const std::vector<char> key_special = special_lanes(ke, d, ldb, tile_special);  // (ldb)
     std::vector<float> qa(static_cast<std::size_t>(d));                             // (d) one Q row
-    std::vector<std::int32_t> qe(qa.size());                 // (d) its exponents
+    std::vector<Expo> qe(qa.size());                         // (d) its exponents
     std::vector<double> acc(static_cast<std::size_t>(ldb));  // (ldb) D
     std::vector<double> kd(static_cast<std::size_t>(d));     // (d) a key for the scalar model
     for (int r = 0; r < rows; ++r) {
@@ -190,7 +190,7 @@ struct TcSimdKernels {
 
   // Per lane of a (rows, ldb) exponent array: whether the column holds an inf or NaN (nothing to
   // scan where operands_f counted none).
-  static std::vector<char> special_lanes(const std::vector<std::int32_t>& expo, int rows, int ldb,
+  static std::vector<char> special_lanes(const std::vector<tc_lanes::Expo>& expo, int rows, int ldb,
                                          int count) {
     std::vector<char> lane(static_cast<std::size_t>(ldb), 0);  // (ldb)
     if (count == 0) return lane;

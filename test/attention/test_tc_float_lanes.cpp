@@ -101,7 +101,7 @@ void check_profile(std::mt19937_64& rng, mma::Kind kind, std::size_t trials, int
       for (double& x : cs.c) x = nx::round_to(nx::Format::fp16, x, nx::Overflow::saturate);
     const int n = 16 * cs.groups;
     std::vector<float> af(cs.a.size()), bf(cs.b.size());
-    std::vector<std::int32_t> ea(af.size()), eb(bf.size());
+    std::vector<lanes::Expo> ea(af.size()), eb(bf.size());
     REQUIRE(lanes::operands_f(cs.a.data(), cs.k, op.emin_a, tf32, af.data(), ea.data()) == 0);
     REQUIRE(lanes::operands_f(cs.b.data(), static_cast<std::ptrdiff_t>(cs.b.size()), op.emin_b,
                               tf32, bf.data(), eb.data()) == 0);
@@ -157,7 +157,7 @@ TEST_CASE("tensor-core float lanes: sixteen aligned terms of F = 25 leave int32 
   const double x = 1.9990234375;  // bf16
   std::vector<double> a(16, x), b(16 * 16, x);
   std::vector<float> af(16), bf(b.size());
-  std::vector<std::int32_t> ea(16), eb(b.size());
+  std::vector<lanes::Expo> ea(16), eb(b.size());
   const mma::Operands op = mma::operands(nx::Format::bf16, nx::Format::bf16);
   lanes::operands_f(a.data(), 16, op.emin_a, false, af.data(), ea.data());
   lanes::operands_f(b.data(), 256, op.emin_b, false, bf.data(), eb.data());
