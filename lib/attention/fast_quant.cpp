@@ -164,19 +164,16 @@ void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const Ke
   const bool nv = f.r.qk == OperandKind::nvfp4;
   const char* key_special = kt.special.data() + sz(t) * ldb;  // (ldb)
   std::vector<double> sd(sz(rows) * ldb, 0.0);                // (rows, ldb) S from C = 0
+  const std::vector<int> k(sz(rows), d);                      // (rows)
   if (f.qk_chain_f) {
-    const std::vector<int> k(sz(rows), d);  // (rows)
     f.qk_chain_f(ql.value_f.data(), d, ql.expo_f.data(), kt.value_f.data() + kt.tile(t),
                  kt.expo_f.data() + kt.tile(t), ldb, k.data(), rows, groups, sd.data(), ldb);
+  } else if (nv) {
+    const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
+    quant_lanes::nvf4_lanes(ql.value_f.data(), d, kt.value_f.data() + kt.tile(t), ldb, k.data(),
+                            rows, ql.scale_f.data(), d / kNvBlock, ks, ldb, groups, sd.data(), ldb);
   } else {
-    const float* ks = nv ? kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb : nullptr;
     for (int r = 0; r < rows; ++r) {
-      if (nv) {  // ks: (d / 16, ldb)
-        quant_lanes::nvf4_lanes(ql.value_f.data() + sz(r) * d, kt.value_f.data() + kt.tile(t), ldb,
-                                d, ql.scale_f.data() + sz(r) * (d / kNvBlock), ks, ldb, groups,
-                                sd.data() + sz(r) * ldb);
-        continue;
-      }
       for (int g = 0; g < groups; ++g)
         f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
                    kt.value.data() + kt.tile(t) + sz(g) * kLanes,
@@ -477,14 +474,15 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
                   [](char x) { return x != 0; }))
     std::fill(col_special.begin(), col_special.end(), 1);
   const bool in_float = pv_in_float(f);
-  const std::size_t at = sz(j0) * ldb;                        // V's rows from key j0: (n, ldb)
-  std::vector<double> pa(sz(rows) * n_max), pe(pa.size());    // (rows, n) P as lane operands
-  std::vector<int> ps(sz(n_max));                             // (n) one row's exponents
-  std::vector<float> paf(in_float ? pa.size() : 0);           // (rows, n) as floats
-  std::vector<tc_lanes::Expo> pef(paf.size());                // (rows, n)
-  std::vector<float> psf(nv ? sz(n_max / kNvBlock + 1) : 0);  // (n / 16) nvfp4's P scales
-  std::vector<double> cd(sz(rows) * ldb, 0.0);                // (rows, ldb) C, then D
-  std::vector<char> row_special(sz(rows), 0);                 // (rows)
+  const std::size_t at = sz(j0) * ldb;                      // V's rows from key j0: (n, ldb)
+  std::vector<double> pa(sz(rows) * n_max), pe(pa.size());  // (rows, n) P as lane operands
+  std::vector<int> ps(sz(n_max));                           // (n) one row's exponents
+  std::vector<float> paf(in_float ? pa.size() : 0);         // (rows, n) as floats
+  std::vector<tc_lanes::Expo> pef(paf.size());              // (rows, n)
+  const int ld_ps = n_max / kNvBlock + 1;
+  std::vector<float> psf(nv ? sz(rows) * ld_ps : 0);  // (rows, n / 16) nvfp4's P scales
+  std::vector<double> cd(sz(rows) * ldb, 0.0);        // (rows, ldb) C, then D
+  std::vector<char> row_special(sz(rows), 0);         // (rows)
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];
     if (n == 0) continue;
@@ -497,24 +495,24 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
     if (in_float)
       row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
                                                  paf.data() + at_p, pef.data() + at_p);
-    const float* cr = cacc + sz(r) * ld_c;  // (d)
+    if (nv)
+      for (int g = 0; g * kNvBlock < n; ++g)
+        psf[sz(r) * ld_ps + g] = f32(pb.scale[sz(g)]);  // e4m3: exact
+    const float* cr = cacc + sz(r) * ld_c;              // (d)
     std::copy(cr, cr + d, cd.begin() + static_cast<std::ptrdiff_t>(sz(r) * ldb));
   }
   if (f.pv_chain_f) {
     f.pv_chain_f(paf.data(), n_max, pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb,
                  act, rows, groups, cd.data(), ldb);
+  } else if (nv) {
+    const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
+    quant_lanes::nvf4_lanes(paf.data(), n_max, vr.value_f.data() + at, ldb, act, rows, psf.data(),
+                            ld_ps, vs, ldb, groups, cd.data(), ldb);
   } else {
     for (int r = 0; r < rows; ++r) {
       const int n = act[r];
       if (n == 0) continue;
       const std::size_t at_p = sz(r) * n_max;
-      if (nv) {
-        for (int g = 0; g * kNvBlock < n; ++g) psf[sz(g)] = f32(pbs[sz(r)].scale[sz(g)]);  // e4m3
-        const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
-        quant_lanes::nvf4_lanes(paf.data() + at_p, vr.value_f.data() + at, ldb, n, psf.data(), vs,
-                                ldb, groups, cd.data() + sz(r) * ldb);
-        continue;
-      }
       for (int g = 0; g < groups; ++g)
         f.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(g) * kLanes,
                    vr.expo.data() + at + sz(g) * kLanes, ldb, n,

@@ -35,8 +35,9 @@ inline constexpr int kNvInstructionK = 64, kNvGroup = 16, kNvf4FracBits = 35;
 
 // kLaneGroups x 16 lanes of nvf4_lanes at once: independent chains, so that neither the group
 // sums' fused multiply-adds nor the alignment's steps wait on one chain's latency.
+// The instructions from k_begin (a multiple of 64) to k of one row.
 template <int kLaneGroups>
-void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k,
+void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k_begin, int k,
                       const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb,
                       double* acc) {
   using L = LaneOps;
@@ -50,18 +51,29 @@ void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k,
   const V f = L::set1(kNvf4FracBits);
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);
-  for (int k0 = 0; k0 < k; k0 += kNvInstructionK) {
+  for (int k0 = k_begin; k0 < k; k0 += kNvInstructionK) {
     alignas(64) float term_f[kGroups][kAll];  // (groups, lanes)
     int count = 0;
     for (int g0 = k0; g0 < std::min(k, k0 + kNvInstructionK); g0 += kNvGroup, ++count) {
-      LF::F sum[kVf];
-      for (int v = 0; v < kVf; ++v) sum[v] = LF::set1f(0.0f);
-      // e2m1 products and their sums are exact, so one fused multiply-add is the same
-      for (int j = g0; j < std::min(k, g0 + kNvGroup); ++j) {
+      // e2m1 products and every partial sum of them are exact, so a fused multiply-add is the
+      // same and so is any order: even and odd j in two sums, twice the chains in flight.
+      LF::F sum[kVf], odd[kVf];
+      for (int v = 0; v < kVf; ++v) sum[v] = odd[v] = LF::set1f(0.0f);
+      const int g1 = std::min(k, g0 + kNvGroup);
+      int j = g0;
+      for (; j + 1 < g1; j += 2) {
+        const LF::F aj = LF::set1f(a[j]), aj1 = LF::set1f(a[j + 1]);
+        for (int v = 0; v < kVf; ++v) {
+          sum[v] = LF::fmaf(aj, LF::loadf(b + j * ldb + v * LF::kWidth), sum[v]);
+          odd[v] = LF::fmaf(aj1, LF::loadf(b + (j + 1) * ldb + v * LF::kWidth), odd[v]);
+        }
+      }
+      if (j < g1) {
         const LF::F aj = LF::set1f(a[j]);
         for (int v = 0; v < kVf; ++v)
           sum[v] = LF::fmaf(aj, LF::loadf(b + j * ldb + v * LF::kWidth), sum[v]);
       }
+      for (int v = 0; v < kVf; ++v) sum[v] = LF::addf(sum[v], odd[v]);
       const LF::F sa = LF::set1f(scale_a[g0 / kNvGroup]);
       const float* sb = scale_b + (g0 / kNvGroup) * ld_sb;
       for (int v = 0; v < kVf; ++v)
@@ -90,31 +102,50 @@ void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k,
   for (int v = 0; v < kVecs; ++v) L::store(acc + v * L::kWidth, c[v]);
 }
 
-// The D of nvf4_dot for lanes = 16 x groups: acc[l] (in: C, out: D) through the instructions
-// over k elements of a (one per k, shared by the lanes) and b[i * ldb + l]; scale_a[g] (one per
-// 16 of a) and scale_b[g * ld_sb + l] (per lane). Lanes whose D is not finite are left to the
-// caller. The operands are e2m1 values and the scales e4m3 values (or 0, NaN) as floats: a
-// group's sum of products (multiples of 1/4 up to 36, sixteen of them: at most 576) is exact in
-// float lanes, and so is its term sum x sa x sb (at most 12 + 4 + 4 significant bits, between
-// 2^-20 and 2^27). The instruction's alignment (35 fraction bits: beyond an int32) runs in
-// double lanes.
-inline void nvf4_lanes(const float* a, const float* b, std::ptrdiff_t ldb, int k,
-                       const float* scale_a, const float* scale_b, std::ptrdiff_t ld_sb, int groups,
-                       double* acc) {
+// Rows [0, rows) of kLaneGroups x 16 lanes: one instruction of every row before the next, so
+// that the instruction's block of b (64 x 64 floats) is read from L1 by every row.
+template <int kLaneGroups>
+void nvf4_rows(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb, const int* k,
+               int rows, const float* scale_a, std::ptrdiff_t ld_sa, const float* scale_b,
+               std::ptrdiff_t ld_sb, double* acc, std::ptrdiff_t ld_acc) {
+  const int k_max = rows > 0 ? *std::max_element(k, k + rows) : 0;
+  for (int k0 = 0; k0 < k_max; k0 += kNvInstructionK)
+    for (int r = 0; r < rows; ++r)
+      if (k0 < k[r])
+        nvf4_lane_groups<kLaneGroups>(a + r * lda, b, ldb, k0, std::min(k[r], k0 + kNvInstructionK),
+                                      scale_a + r * ld_sa, scale_b, ld_sb, acc + r * ld_acc);
+}
+
+// The D of nvf4_dot for rows x lanes, lanes = 16 x groups: acc[r ld_acc + l] (in: C, out: D)
+// through the instructions over k[r] elements of row r of a (a[r lda + i], shared by the lanes)
+// and b[i * ldb + l]; scale_a[r ld_sa + g] (one per 16 of a's row) and scale_b[g * ld_sb + l]
+// (per lane). Lanes whose D is not finite are left to the caller. The operands are e2m1 values
+// and the scales e4m3 values (or 0, NaN) as floats: a group's sum of products (multiples of 1/4
+// up to 36, sixteen of them: at most 576) is exact in float lanes, and so is its term
+// sum x sa x sb (at most 12 + 4 + 4 significant bits, between 2^-20 and 2^27). The
+// instruction's alignment (35 fraction bits: beyond an int32) runs in double lanes.
+inline void nvf4_lanes(const float* a, std::ptrdiff_t lda, const float* b, std::ptrdiff_t ldb,
+                       const int* k, int rows, const float* scale_a, std::ptrdiff_t ld_sa,
+                       const float* scale_b, std::ptrdiff_t ld_sb, int groups, double* acc,
+                       std::ptrdiff_t ld_acc) {
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {
       case 1:
-        nvf4_lane_groups<1>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        nvf4_rows<1>(a, lda, b + off, ldb, k, rows, scale_a, ld_sa, scale_b + off, ld_sb, acc + off,
+                     ld_acc);
         break;
       case 2:
-        nvf4_lane_groups<2>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        nvf4_rows<2>(a, lda, b + off, ldb, k, rows, scale_a, ld_sa, scale_b + off, ld_sb, acc + off,
+                     ld_acc);
         break;
       case 3:
-        nvf4_lane_groups<3>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        nvf4_rows<3>(a, lda, b + off, ldb, k, rows, scale_a, ld_sa, scale_b + off, ld_sb, acc + off,
+                     ld_acc);
         break;
       default:
-        nvf4_lane_groups<4>(a, b + off, ldb, k, scale_a, scale_b + off, ld_sb, acc + off);
+        nvf4_rows<4>(a, lda, b + off, ldb, k, rows, scale_a, ld_sa, scale_b + off, ld_sb, acc + off,
+                     ld_acc);
         break;
     }
   }

@@ -235,8 +235,9 @@ TEST_CASE("quant lanes: kind::mxf4nvf4 lanes equal nvf4_dot", "[quant][fast][mma
     // The lanes read floats: e2m1 elements and e4m3 scales (or NaN) are exact there.
     const std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()),
         saf(sa.begin(), sa.end()), sbf(sb.begin(), sb.end());
-    attndev::attention::detail::quant_lanes::nvf4_lanes(af.data(), bf.data(), n, k, saf.data(),
-                                                        sbf.data(), n, lane_groups, lanes.data());
+    attndev::attention::detail::quant_lanes::nvf4_lanes(af.data(), 0, bf.data(), n, &k, 1,
+                                                        saf.data(), 0, sbf.data(), n, lane_groups,
+                                                        lanes.data(), 0);
     for (int l = 0; l < n; ++l) {
       const auto ul = static_cast<std::size_t>(l);
       const double want = attndev::attention::detail::nvf4_dot(a.data(), 1, b.data() + l, n, k,
