@@ -488,13 +488,24 @@ void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j
     if (n == 0) continue;
     const QuantPBlock& pb = pbs[sz(r)];
     const std::size_t at_p = sz(r) * n_max;
-    if (mx)
-      for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-    row_special[sz(r)] = lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
-                                       pa.data() + at_p, pe.data() + at_p) != 0;
-    if (in_float)
-      row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
-                                                 paf.data() + at_p, pef.data() + at_p);
+    if (nv) {  // kind::mxf4nvf4's lanes read the values alone: straight to floats
+      int bad = 0;
+      for (int j = 0; j < n; ++j) {
+        const double x = pb.elem[sz(j)];
+        paf[at_p + sz(j)] = static_cast<float>(x);
+        bad |= static_cast<int>(!(std::fabs(x) <= DBL_MAX)) |
+               static_cast<int>(static_cast<double>(paf[at_p + sz(j)]) != x);
+      }
+      row_special[sz(r)] = bad != 0;
+    } else {
+      if (mx)
+        for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
+      row_special[sz(r)] = lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
+                                         pa.data() + at_p, pe.data() + at_p) != 0;
+      if (in_float)
+        row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
+                                                   paf.data() + at_p, pef.data() + at_p);
+    }
     if (nv)
       for (int g = 0; g * kNvBlock < n; ++g)
         psf[sz(r) * ld_ps + g] = f32(pb.scale[sz(g)]);  // e4m3: exact
