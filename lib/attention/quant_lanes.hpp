@@ -84,19 +84,31 @@ void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k_
     for (int g = 0; g < count; ++g)
       for (int l = 0; l < kAll; ++l) terms[g][l] = term_f[g][l];
     for (int v = 0; v < kVecs; ++v) {
-      // E over the nonzero finite terms and C (a non-finite lane is redone by the caller).
-      V e = L::if_eq(c[v], zero, min_e, L::max(min_e, L::exponent(c[v])));
-      e = L::if_lt(L::bits_and(c[v], ~(std::uint64_t{1} << 63)), inf, e, min_e);
+      // E over the nonzero terms and C: a zero's exponent (-inf from getexp, -1023 from the
+      // field) never raises it; an inf or NaN makes the lane's D inf or NaN, which the caller
+      // redoes.
+      V e = L::max(min_e, L::exponent(c[v]));
       V t[kGroups];
       for (int g = 0; g < count; ++g) {
         t[g] = L::load(terms[g] + v * L::kWidth);
-        e = L::if_eq(t[g], zero, e, L::max(e, L::exponent(t[g])));
+        e = L::max(e, L::exponent(t[g]));
       }
       const V up = L::pow2(L::sub(f, e));
       V sum = L::trunc(L::mul(c[v], up));
       for (int g = 0; g < count; ++g) sum = L::add(sum, L::trunc(L::mul(t[g], up)));
-      const V d = round_fp32_rz<23>(L::mul(sum, L::pow2(L::sub(e, f))));
-      c[v] = L::if_eq(sum, zero, zero, d);
+      const V exact = L::mul(sum, L::pow2(L::sub(e, f)));
+#if defined(__AVX512F__)
+      // The conversion's own rounding toward zero is round_fp32_rz's (subnormals kept), except
+      // that it stops at the largest float where the model's D overflows to inf.
+      const __m512d d = _mm512_maskz_cvtps_pd(
+          0xFF, _mm512_maskz_cvt_roundpd_ps(0xFF, exact, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+      const V big = L::set1(0x1p128);
+      const V rounded = L::if_lt(L::bits_and(exact, ~(std::uint64_t{1} << 63)), big, d,
+                                 L::bits_or(inf, L::bits_and(exact, std::uint64_t{1} << 63)));
+#else
+      const V rounded = round_fp32_rz<23>(exact);
+#endif
+      c[v] = L::if_eq(sum, zero, zero, rounded);
     }
   }
   for (int v = 0; v < kVecs; ++v) L::store(acc + v * L::kWidth, c[v]);
