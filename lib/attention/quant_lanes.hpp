@@ -46,8 +46,7 @@ void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k_
   constexpr int kAll = kLaneGroups * kLanes;
   constexpr int kVecs = kAll / L::kWidth, kVf = kAll / LF::kWidth;
   constexpr int kGroups = kNvInstructionK / kNvGroup;
-  const V zero = L::set1(0.0), min_e = L::set1(-133.0),
-          inf = L::set1(static_cast<double>(INFINITY));
+  const V zero = L::set1(0.0), min_e = L::set1(-133.0);
   const V f = L::set1(kNvf4FracBits);
   V c[kVecs];
   for (int v = 0; v < kVecs; ++v) c[v] = L::load(acc + v * L::kWidth);
@@ -102,7 +101,7 @@ void nvf4_lane_groups(const float* a, const float* b, std::ptrdiff_t ldb, int k_
       // that it stops at the largest float where the model's D overflows to inf.
       const __m512d d = _mm512_maskz_cvtps_pd(
           0xFF, _mm512_maskz_cvt_roundpd_ps(0xFF, exact, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
-      const V big = L::set1(0x1p128);
+      const V big = L::set1(0x1p128), inf = L::set1(static_cast<double>(INFINITY));
       const V rounded = L::if_lt(L::bits_and(exact, ~(std::uint64_t{1} << 63)), big, d,
                                  L::bits_or(inf, L::bits_and(exact, std::uint64_t{1} << 63)));
 #else
