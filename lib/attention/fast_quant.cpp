@@ -6,10 +6,10 @@
 //     fast path's float tile (kernels.hpp qk_block: one lane per key, each an FMA chain over d
 //     in order, as the reference's fma_chain). INT8/INT4 products summed in float are exact
 //     while d * 127^2 < 2^24 (quant_fast_covers), so the float chain equals the exact int32 sum.
-//   * QK^T and P V on a profile: 16 keys (or output columns) per call of the model's dot-adds
-//     (tc_float_lanes.hpp lane_chain_f, fp32 or fp16 D, whose lanes skip to the scalar
-//     functions where an operand is not an exact float; quant_lanes.hpp for kind::mxf4nvf4), on
-//     operands converted once per head (quant_operands.hpp).
+//   * QK^T and P V on a profile: quant_lane_gemms.hpp, the model's dot-adds in lanes of keys
+//     (or output columns), several rows per call (tc_float_lanes.hpp, fp32 or fp16 D, whose
+//     lanes skip to the scalar functions where an operand is not an exact float; quant_lanes.hpp
+//     for kind::mxf4nvf4), on operands converted once per head (quant_operands.hpp).
 //     Block-scaled fp8 folds its power-of-two scales into the operands: x 2^s has exponent
 //     e + s whatever the format's emin clamp did to e (the clamp is applied before the fold),
 //     and (x 2^sa)(y 2^sb) 2^(F - E) equals x y 2^(F - E + sa + sb) exactly (no double under-
@@ -20,9 +20,9 @@
 //     branches; the row max, the row sum l and the stage statistics stay sequential sums in key
 //     order (their rounding depends on the order).
 // Whatever the lanes cannot reproduce goes back to the reference's own scalar functions: a
-// lane whose D is not finite, every lane of an operand holding inf or NaN (a zero times inf is
-// skipped by the lanes), a block-scaled lane whose scale is not finite, and a row of P holding
-// a non-finite value (quantize_p_row).
+// lane whose D is not finite, every lane of an operand holding inf or NaN (the lanes do not
+// reproduce 0 x inf), a block-scaled lane whose scale is not finite, and a row of P holding a
+// non-finite value (quantize_p_row).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -34,9 +34,8 @@
 #include "attention/kernels.hpp"
 #include "attention/quant_attention.hpp"
 #include "attention/parallel.hpp"
-#include "attention/quant_lanes.hpp"
+#include "attention/quant_lane_gemms.hpp"
 #include "attention/quant_operands.hpp"
-#include "attention/tc_simd_kernels.hpp"
 #include "attention/rows/mask.hpp"
 #include "numerics/float_rounder.hpp"
 #include "numerics/math.hpp"
@@ -53,11 +52,9 @@ using quant::OperandKind;
 using quant::ProbForm;
 using quant::PvForm;
 using quant::ScoreForm;
-using quant_operands::float_lane_operands;
+using quant_lane_gemms::QLanes;
 using quant_operands::HeadOperands;
 using quant_operands::KeyTiles;
-using quant_operands::lane_operands;
-using quant_operands::mx_row_exponents;
 using quant_operands::ValueRows;
 
 constexpr float kNegInf = -INFINITY;
@@ -88,118 +85,17 @@ struct Shared {
   // v (B*H, N_kv, ld_v).
   Packed<float> pk = {};
   std::vector<float> sq = {}, sk = {};  // (B*H, N_q), (B*H, N_kv): R32 of row i's / key j's scale
-  // The profile's lanes for fp8 / fp16 / block-scaled fp8 operands (fp16 D where P V
-  // accumulates in fp16); kind::mxf4nvf4 runs quant_lanes::nvf4_lanes instead.
-  tc_lanes::LaneChain qk_chain = nullptr, pv_chain = nullptr;
-  // The same profiles in float lanes (tc_float_lanes.hpp), where the chain has them (an fp32 D):
-  // used instead of qk_chain / pv_chain when set.
-  tc_lanes::LaneChainRowsF qk_chain_f = nullptr, pv_chain_f = nullptr;
+  quant_lane_gemms::LaneGemms g = {};   // the profile's lanes (qk_lanes, pv_lanes)
   numerics::FloatRounder p_round = {};  // P's element format, saturating
 };
 
 // ---- QK^T ------------------------------------------------------------------------------------
 
-// Whether every lane of x[0, n) is the lanes' own result: finite, and not marked special (then
-// the caller converts them in one loop that vectorizes, instead of testing each one).
-bool lanes_usable(const double* x, const char* special, int n) {
-  int bad = 0;
-  for (int i = 0; i < n; ++i) bad |= static_cast<int>(!(std::fabs(x[i]) <= DBL_MAX)) | special[i];
-  return bad == 0;
-}
-
-// The Q rows of one work item as lane operands, made once per item.
-struct QLanes {
-  std::vector<double> value = {}, expo = {};  // (rows, d)
-  std::vector<float> value_f = {};            // (rows, d) the float lanes' form
-  std::vector<tc_lanes::Expo> expo_f = {};    // (rows, d)
-  std::vector<float> scale_f = {};            // (rows, d / 16) nvfp4's block scales
-  std::vector<char> special = {};             // (rows)
-};
-
-// Whether the QK^T / P V lanes read the float form: the float chains and kind::mxf4nvf4's lanes.
-bool qk_in_float(const Shared& f) {
-  return f.qk_chain_f != nullptr || f.r.qk == OperandKind::nvfp4;
-}
-bool pv_in_float(const Shared& f) {
-  return f.pv_chain_f != nullptr || f.r.pv == OperandKind::nvfp4;
-}
-
-void make_q_lanes(const Shared& f, const QuantContext& c, int i0, int rows, QLanes& ql) {
-  const int d = c.d;
-  const bool mx = f.r.qk == OperandKind::mxfp8, nv = f.r.qk == OperandKind::nvfp4;
-  const bool in_float = qk_in_float(f);
-  const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
-  ql.value.resize(sz(rows) * d);
-  ql.expo.resize(ql.value.size());
-  ql.special.assign(sz(rows), 0);
-  if (in_float) {
-    ql.value_f.resize(ql.value.size());
-    ql.expo_f.resize(ql.value.size());
-  }
-  if (nv) {
-    ql.scale_f.resize(sz(rows) * (d / kNvBlock));
-    for (int r = 0; r < rows; ++r)
-      for (int g = 0; g < d / kNvBlock; ++g)
-        ql.scale_f[sz(r) * (d / kNvBlock) + g] =
-            f32(f.qp.q.scales[f.qp.q.group(c.b, c.h, i0 + r, 0) + g]);  // e4m3: exact
-  }
-  std::vector<int> s(sz(d));  // (d)
-  for (int r = 0; r < rows; ++r) {
-    const bool scales_ok = !mx || mx_row_exponents(f.qp.q, c.b, c.h, i0 + r, d, s.data());
-    const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
-                                  ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d);
-    ql.special[sz(r)] = bad != 0 || !scales_ok;
-    if (in_float)
-      ql.special[sz(r)] |=
-          !float_lane_operands(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d, d,
-                               ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d);
-  }
-}
-
-// S(r, j) for keys j0 + [0, n[r]) of rows [i0, i0 + rows) through the profile's lanes.
-void qk_lanes(const Shared& f, const QuantContext& c, const QLanes& ql, const KeyTiles& kt, int i0,
-              int rows, int j0, const int* n, float* s, int ld_s) {
-  const int d = c.d, ldb = kt.ldb, t = j0 / f.p.block_c;
-  const int groups = (*std::max_element(n, n + rows) + kLanes - 1) / kLanes;
-  const bool nv = f.r.qk == OperandKind::nvfp4;
-  const char* key_special = kt.special.data() + sz(t) * ldb;  // (ldb)
-  std::vector<double> sd(sz(rows) * ldb, 0.0);                // (rows, ldb) S from C = 0
-  const std::vector<int> k(sz(rows), d);                      // (rows)
-  if (f.qk_chain_f) {
-    f.qk_chain_f(ql.value_f.data(), d, ql.expo_f.data(), kt.value_f.data() + kt.tile(t),
-                 kt.expo_f.data() + kt.tile(t), ldb, k.data(), rows, groups, sd.data(), ldb);
-  } else if (nv) {
-    const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
-    quant_lanes::nvf4_lanes(ql.value_f.data(), d, kt.value_f.data() + kt.tile(t), ldb, k.data(),
-                            rows, ql.scale_f.data(), d / kNvBlock, ks, ldb, groups, sd.data(), ldb);
-  } else {
-    for (int r = 0; r < rows; ++r) {
-      for (int g = 0; g < groups; ++g)
-        f.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
-                   kt.value.data() + kt.tile(t) + sz(g) * kLanes,
-                   kt.expo.data() + kt.tile(t) + sz(g) * kLanes, ldb, d,
-                   sd.data() + sz(r) * ldb + sz(g) * kLanes);
-    }
-  }
-  for (int r = 0; r < rows; ++r) {
-    const double* row = sd.data() + sz(r) * ldb;  // (ldb)
-    float* out = s + sz(r) * ld_s;                // (n[r])
-    if (!ql.special[sz(r)] && lanes_usable(row, key_special, n[r])) {
-      for (int j = 0; j < n[r]; ++j) out[j] = f32(row[j]);
-      continue;
-    }
-    for (int j = 0; j < n[r]; ++j) {
-      const bool special = ql.special[sz(r)] || key_special[j] || !std::isfinite(row[j]);
-      out[j] = f32(special ? quant_qk_dot(c, i0 + r, j0 + j) : row[j]);
-    }
-  }
-}
-
 // The dots of one tile, as the reference's f32(dot).
 void qk_tile(const Shared& f, const QuantContext& c, const QLanes& ql, const KeyTiles& kt, int i0,
              int rows, int j0, const int* n, float* s, int ld_s) {
   if (f.qk_lanes) {
-    qk_lanes(f, c, ql, kt, i0, rows, j0, n, s, ld_s);
+    quant_lane_gemms::qk_lanes(f.g, c, ql, kt, i0, rows, j0, n, s, ld_s);
     return;
   }
   const int bh = c.b * f.p.shape.heads + c.h;
@@ -456,96 +352,6 @@ void pv_float(const Shared& f, int bh, int j0, const float* pf, int ld_p, const 
   }
 }
 
-// The same through the profile's lanes (16 output columns per call).
-void pv_lanes(const Shared& f, const QuantContext& c, const ValueRows& vr, int j0,
-              const std::vector<QuantPBlock>& pbs, const int* act, int rows, float* cacc,
-              int ld_c) {
-  const int d = c.d, n_max = *std::max_element(act, act + rows);
-  if (n_max == 0) return;
-  const int ldb = vr.ldb, groups = ldb / kLanes;
-  const bool mx = f.r.pv == OperandKind::mxfp8, nv = f.r.pv == OperandKind::nvfp4;
-  const Format pv_format = f.r.pv == OperandKind::fp16 ? Format::fp16 : Format::fp8_e4m3;
-  const double emin = numerics::traits(pv_format).min_exponent;
-  std::vector<char> col_special(sz(ldb), 0);  // (ldb)
-  if (mx)
-    for (int g = j0 / kMxBlock; g * kMxBlock < j0 + n_max; ++g)
-      for (int t = 0; t < d; ++t) col_special[sz(t)] |= vr.scale_special[sz(g) * ldb + t];
-  if (std::any_of(vr.key_special.begin() + j0, vr.key_special.begin() + j0 + n_max,
-                  [](char x) { return x != 0; }))
-    std::fill(col_special.begin(), col_special.end(), 1);
-  const bool in_float = pv_in_float(f);
-  const std::size_t at = sz(j0) * ldb;                      // V's rows from key j0: (n, ldb)
-  std::vector<double> pa(sz(rows) * n_max), pe(pa.size());  // (rows, n) P as lane operands
-  std::vector<int> ps(sz(n_max));                           // (n) one row's exponents
-  std::vector<float> paf(in_float ? pa.size() : 0);         // (rows, n) as floats
-  std::vector<tc_lanes::Expo> pef(paf.size());              // (rows, n)
-  const int ld_ps = n_max / kNvBlock + 1;
-  std::vector<float> psf(nv ? sz(rows) * ld_ps : 0);  // (rows, n / 16) nvfp4's P scales
-  std::vector<double> cd(sz(rows) * ldb, 0.0);        // (rows, ldb) C, then D
-  std::vector<char> row_special(sz(rows), 0);         // (rows)
-  for (int r = 0; r < rows; ++r) {
-    const int n = act[r];
-    if (n == 0) continue;
-    const QuantPBlock& pb = pbs[sz(r)];
-    const std::size_t at_p = sz(r) * n_max;
-    if (nv) {  // kind::mxf4nvf4's lanes read the values alone: straight to floats
-      int bad = 0;
-      for (int j = 0; j < n; ++j) {
-        const double x = pb.elem[sz(j)];
-        paf[at_p + sz(j)] = static_cast<float>(x);
-        bad |= static_cast<int>(!(std::fabs(x) <= DBL_MAX)) |
-               static_cast<int>(static_cast<double>(paf[at_p + sz(j)]) != x);
-      }
-      row_special[sz(r)] = bad != 0;
-    } else {
-      if (mx)
-        for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-      row_special[sz(r)] = lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
-                                         pa.data() + at_p, pe.data() + at_p) != 0;
-      if (in_float)
-        row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
-                                                   paf.data() + at_p, pef.data() + at_p);
-    }
-    if (nv)
-      for (int g = 0; g * kNvBlock < n; ++g)
-        psf[sz(r) * ld_ps + g] = f32(pb.scale[sz(g)]);  // e4m3: exact
-    const float* cr = cacc + sz(r) * ld_c;              // (d)
-    std::copy(cr, cr + d, cd.begin() + static_cast<std::ptrdiff_t>(sz(r) * ldb));
-  }
-  if (f.pv_chain_f) {
-    f.pv_chain_f(paf.data(), n_max, pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb,
-                 act, rows, groups, cd.data(), ldb);
-  } else if (nv) {
-    const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
-    quant_lanes::nvf4_lanes(paf.data(), n_max, vr.value_f.data() + at, ldb, act, rows, psf.data(),
-                            ld_ps, vs, ldb, groups, cd.data(), ldb);
-  } else {
-    for (int r = 0; r < rows; ++r) {
-      const int n = act[r];
-      if (n == 0) continue;
-      const std::size_t at_p = sz(r) * n_max;
-      for (int g = 0; g < groups; ++g)
-        f.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(g) * kLanes,
-                   vr.expo.data() + at + sz(g) * kLanes, ldb, n,
-                   cd.data() + sz(r) * ldb + sz(g) * kLanes);
-    }
-  }
-  for (int r = 0; r < rows; ++r) {
-    const int n = act[r];
-    if (n == 0) continue;
-    float* cr = cacc + sz(r) * ld_c;             // (d)
-    const double* dr = cd.data() + sz(r) * ldb;  // (ldb)
-    if (!row_special[sz(r)] && lanes_usable(dr, col_special.data(), d)) {
-      for (int t = 0; t < d; ++t) cr[t] = f32(dr[t]);
-      continue;
-    }
-    for (int t = 0; t < d; ++t) {
-      const bool special = row_special[sz(r)] || col_special[sz(t)] || !std::isfinite(dr[t]);
-      cr[t] = f32(special ? quant_pv_dot(c, pbs[sz(r)], j0, n, t, cr[t]) : dr[t]);
-    }
-  }
-}
-
 // The block's P V joined to the rows' accumulators acc (rows, ld), by the recipe's PvForm
 // (quant_attention.cpp's accumulate_pv); pv: scratch of acc's shape.
 void accumulate(const Shared& f, const QuantContext& c, const ValueRows& vr, int j0,
@@ -566,7 +372,7 @@ void accumulate(const Shared& f, const QuantContext& c, const ValueRows& vr, int
   }
   if (form != PvForm::chain) target = pv;
   if (f.pv_lanes) {
-    pv_lanes(f, c, vr, j0, pbs, act, rows, target, ld);
+    quant_lane_gemms::pv_lanes(f.g, c, vr, j0, pbs, act, rows, target, ld);
   } else {
     pv_float(f, c.b * f.p.shape.heads + c.h, j0, pf, ld_p, act, rows, target);
   }
@@ -612,7 +418,7 @@ void fast_rows(const Shared& f, const HeadOperands& ho, const RowBlock& rb, Outp
     pb.exps.resize(sz(bc / kMxBlock + 1));
   }
   QLanes ql;
-  if (f.qk_lanes) make_q_lanes(f, c, rb.row_begin, rows, ql);
+  if (f.qk_lanes) quant_lane_gemms::make_q_lanes(f.g, c, rb.row_begin, rows, ql);
   const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += bc) {
     for (int r = 0; r < rows; ++r)
@@ -678,37 +484,14 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
           f.sk[bh * p.shape.seq_kv + j] = f32(qp.k.scale(b, h, j, 0));
       }
   }
-  if (tc) {
-    const mma::Instruction ins = mma::default_instruction(arch);
-    if (r.qk == OperandKind::mxfp8) {
-      f.qk_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-      f.qk_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
-    }
-    if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16) {
-      const tc_lanes::Gemm g = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3);
-      f.qk_chain = g.chain;
-      f.qk_chain_f = g.chain_rows_f;
-    }
-    if (r.pv == OperandKind::mxfp8) {
-      f.pv_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-      f.pv_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
-    }
-    if (r.pv == OperandKind::fp8 || r.pv == OperandKind::fp16) {
-      const mma::Kind kind = r.pv == OperandKind::fp16 ? mma::Kind::f16 : mma::Kind::f8;
-      mma::with_profile(arch, ins, kind, [&](auto profile) {
-        using P = decltype(profile);
-        f.pv_chain =
-            r.pv_fp16 ? &tc_lanes::lane_chain<P, mma::Output::fp16> : &tc_lanes::lane_chain<P>;
-        f.pv_chain_f = r.pv_fp16 ? &tc_lanes::lane_chain_rows_f<P, mma::Output::fp16>
-                                 : &tc_lanes::lane_chain_rows_f<P>;
-      });
-    }
-  }
+  if (tc) f.g = quant_lane_gemms::make_lane_gemms(r, arch, p.block_c);
   f.p_round = numerics::FloatRounder(r.p_format, numerics::Overflow::saturate);
   // Heads in chunks of as many as there are threads: each chunk's K and V converted once
   // (quant_operands.hpp), then its row blocks (items are head-major: row_block).
-  const quant_operands::Forms qk{f.qk_lanes && !qk_in_float(f), f.qk_lanes && qk_in_float(f)};
-  const quant_operands::Forms pv{f.pv_lanes && !pv_in_float(f), f.pv_lanes && pv_in_float(f)};
+  const quant_operands::Forms qk{f.qk_lanes && !f.g.qk_in_float(r),
+                                 f.qk_lanes && f.g.qk_in_float(r)};
+  const quant_operands::Forms pv{f.pv_lanes && !f.g.pv_in_float(r),
+                                 f.pv_lanes && f.g.pv_in_float(r)};
   const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
   const std::size_t blocks = row_block_count(p.shape, p.block_r) / heads;
   const std::size_t chunk = sz(thread_count(p.threads));
