@@ -170,9 +170,11 @@ class Fibers {
   void (*entry_)(void*) = nullptr;
   void* arg_ = nullptr;
   ucontext_t scheduler_{};
-  // The scheduler's stack as the fibers last saw it (AddressSanitizer).
+#if ATTNDEV_SIM_ASAN
+  // The scheduler's stack as the fibers last saw it.
   const void* scheduler_stack_ = nullptr;
   std::size_t scheduler_stack_bytes_ = 0;
+#endif
 };
 
 }  // namespace attndev::cuda::tc::sim
