@@ -19,8 +19,11 @@ cmake --build --preset sanitize -j "$jobs"
 # memory and undefined behaviour in code that reads untrusted input or manages memory and
 # processes. The randomized numeric tests run at the smoke scale (test/test_scale.hpp): their full
 # counts run in the GCC build, and a sanitizer finds an out-of-bounds index or an overflowing shift
-# on the first case that reaches it. The flash2-tc host-simulator tests (every CUDA thread a host
-# thread: the suite's longest) run one shape through every kernel of the table, and the twin's
+# on the first case that reaches it. The same scale trims sweeps that repeat one code path with
+# other values (docs/development.md, "Tests", lists them): the round-boundary sweep takes each
+# binade's edges, the kernel reference two of its four causal/scale variants, the mask tests two
+# trials per policy, the device golden and the fa2-cuda twin one input format; the flash2-tc
+# host-simulator tests run one shape through every kernel of the table, and the twin's
 # per-profile comparison under sm90 alone (sm80's kernel and twin paths run in its negative
 # controls; the bits of both profiles are compared in the GCC build). Left out, each run in the
 # GCC build:

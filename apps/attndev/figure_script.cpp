@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 fs::path scripts_dir() {
   if (const char* env = std::getenv("ATTNDEV_SCRIPTS_DIR"); env != nullptr && *env != '\0')
     return env;
-  return fs::path(ATTNDEV_SOURCE_DIR) / "scripts";
+  return fs::path(source_tree()) / "scripts";
 }
 
 // Runs a shell command with stdout captured (stderr passes through: pip's and the scripts'

@@ -24,4 +24,9 @@ void draw_figure(const std::string& script, const std::vector<std::string>& args
 // folder, a device, a FIFO. A link or a regular file is fine: it is replaced whole.
 void check_figure_path(const std::filesystem::path& figure);
 
+// The source tree this binary was built from: source_tree.cpp, the one unit compiled with its
+// path (an absolute path on a unit's command line keeps a compiler cache from serving that unit
+// to a clone in another folder).
+const char* source_tree();
+
 }  // namespace attndev::app

@@ -12,6 +12,7 @@
 #include "attention/twins/fa2_cuda.hpp"
 #include "attention/twins/mem_efficient.hpp"
 #include "helpers.hpp"
+#include "test_scale.hpp"
 #include "twin_reference.hpp"
 
 namespace attndev::attention {
@@ -129,6 +130,9 @@ TEST_CASE("fa2-cuda twin equals an independent thread-level reference of the ker
     for (const twins::GpuProfile& gpu : {kNoSplitSm80, kNoSplitSm89})
       for (bool unfused : {false, true})
         for (Format in : {Format::bf16, Format::fp16}) {
+          // fp16 rounds P to other values through the same code: the smoke scale (sanitizer and
+          // clang builds) runs bf16 alone.
+          if (attndev::test::kSmokeScale && in == Format::fp16) continue;
           CAPTURE(c.name, gpu.name, unfused, numerics::format_name(in));
           const Problem p = problem_for(c, in, in, 7);
           twins::Fa2Plan plan;

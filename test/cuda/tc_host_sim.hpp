@@ -1,7 +1,9 @@
 // A host simulation of the CUDA primitives flash2-tc is written with
 // (lib/cuda/flash2_tc_primitives.cuh), so that the kernel's own code (flash2_tc_cta in
 // lib/cuda/flash2_tc.cuh) runs on a machine without a GPU:
-//   * every CUDA thread of a CTA is a host thread; __syncthreads and __syncwarp are barriers;
+//   * every CUDA thread of a CTA is a fiber of the calling host thread (sim_fibers.hpp), switched
+//     only at __syncthreads and __syncwarp, which are barriers; a barrier some thread never
+//     reaches (divergent code) is reported as an error instead of hanging;
 //   * warp-collective instructions (shfl.xor, ldmatrix[.trans], mma.sync.m16n8k16) exchange their
 //     operands through the warp and distribute results by the fragment layouts of the PTX ISA
 //     (groupID = lane / 4, threadID_in_group = lane % 4);
@@ -23,17 +25,15 @@
 #define ATTNDEV_TC_HOST_SIM 1
 #define ATTNDEV_TC_FN inline
 
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <mutex>
+#include <exception>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "cuda/sim_fibers.hpp"
 #include "numerics/encode.hpp"
 #include "numerics/mma.hpp"
 
@@ -113,29 +113,29 @@ struct WarpExchange {
   float f[32];
 };
 
+// One CTA's shared state. Its threads are fibers of one host thread that switch only at
+// barriers, so no lock guards it.
 struct Cta {
   Cta(int threads, std::size_t smem_bytes, Global* global)
       : smem(smem_bytes, 0xA5),
         cells(smem_bytes / 2),
         state(static_cast<std::size_t>(threads)),
         exchange(static_cast<std::size_t>(threads / 32)),
-        cta_barrier(threads),
+        cta_barrier{threads},
+        warp_barriers(static_cast<std::size_t>(threads / 32), Barrier{32}),
         global(global) {
-    for (int w = 0; w < threads / 32; ++w)
-      warp_barriers.push_back(std::make_unique<std::barrier<>>(32));
     for (int t = 0; t < threads; ++t) state[static_cast<std::size_t>(t)].tid = t;
   }
   std::vector<unsigned char> smem;
   std::vector<Cell> cells;
   std::vector<ThreadState> state;
   std::vector<WarpExchange> exchange;
-  std::barrier<> cta_barrier;
-  std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+  Barrier cta_barrier;
+  std::vector<Barrier> warp_barriers;
   Global* global;
-  std::mutex mu;  // guards cells, smem and global bookkeeping
   std::vector<std::string> errors;
 
-  void error(const std::string& what) {  // caller holds mu
+  void error(const std::string& what) {
     if (errors.size() < 20) errors.push_back(what);
   }
 };
@@ -148,19 +148,23 @@ inline void set_mma(numerics::mma::Arch arch) {
 }
 
 inline thread_local Cta* t_cta = nullptr;
-inline thread_local ThreadState* t_state = nullptr;
 
+// The running simulated thread's state (its fiber's index is its thread id).
+inline ThreadState& self() {
+  return t_cta->state[t_fibers->current()];
+}
 inline Access now() {
-  return {t_state->tid, t_state->cta_epoch, t_state->warp_epoch};
+  const ThreadState& s = self();
+  return {s.tid, s.cta_epoch, s.warp_epoch};
 }
 inline int lane() {
-  return t_state->tid % 32;
+  return self().tid % 32;
 }
 inline WarpExchange& warp_exchange() {
-  return t_cta->exchange[static_cast<std::size_t>(t_state->tid / 32)];
+  return t_cta->exchange[static_cast<std::size_t>(self().tid / 32)];
 }
 inline void warp_barrier() {
-  t_cta->warp_barriers[static_cast<std::size_t>(t_state->tid / 32)]->arrive_and_wait();
+  t_fibers->arrive_and_wait(t_cta->warp_barriers[static_cast<std::size_t>(self().tid / 32)]);
 }
 inline std::string who(const Access& a) {
   return "thread " + std::to_string(a.thread) + " (barriers " + std::to_string(a.cta_epoch) + "/" +
@@ -185,7 +189,7 @@ inline std::size_t smem_offset(const void* p, std::size_t bytes, std::size_t ali
   return off;
 }
 
-// Race checks (caller holds mu), per 2-byte cell.
+// Race checks, per 2-byte cell.
 inline void check_read(std::size_t cell, const char* what) {
   Cell& c = t_cta->cells[cell];
   const Access a = now();
@@ -218,14 +222,14 @@ inline void check_write(std::size_t cell, const char* what) {
   c.reads.clear();
 }
 
-inline std::uint32_t read_u32(std::size_t off, const char* what) {  // caller holds mu
+inline std::uint32_t read_u32(std::size_t off, const char* what) {
   check_read(off / 2, what);
   check_read(off / 2 + 1, what);
   std::uint32_t v;
   std::memcpy(&v, t_cta->smem.data() + off, 4);
   return v;
 }
-inline std::uint16_t read_u16(std::size_t off, const char* what) {  // caller holds mu
+inline std::uint16_t read_u16(std::size_t off, const char* what) {
   check_read(off / 2, what);
   std::uint16_t v;
   std::memcpy(&v, t_cta->smem.data() + off, 2);
@@ -234,8 +238,7 @@ inline std::uint16_t read_u16(std::size_t off, const char* what) {  // caller ho
 
 // Retires every committed group of this thread but the newest `pending`.
 inline void retire_groups(int pending) {
-  std::lock_guard<std::mutex> lock(t_cta->mu);
-  auto& groups = t_state->groups;
+  auto& groups = self().groups;
   const int retire = static_cast<int>(groups.size()) - pending;
   for (int g = 0; g < retire; ++g) {
     for (const Copy& copy : groups[static_cast<std::size_t>(g)]) {
@@ -252,23 +255,33 @@ inline void retire_groups(int pending) {
   if (retire > 0) groups.erase(groups.begin(), groups.begin() + retire);
 }
 
+// Every 16-bit pattern of both formats decoded once: numerics::decode serves every format and
+// cost more than the rest of an mma (each lane reads 64 operands per mma).
 inline double decode16(bool bf16, std::uint32_t bits) {
-  return numerics::decode(bf16 ? numerics::Format::bf16 : numerics::Format::fp16, bits & 0xffffu);
+  static const std::vector<double> table = [] {
+    std::vector<double> t(2 << 16);
+    for (std::uint32_t u = 0; u < (1u << 16); ++u) {
+      t[u] = numerics::decode(numerics::Format::fp16, u);
+      t[(1u << 16) + u] = numerics::decode(numerics::Format::bf16, u);
+    }
+    return t;
+  }();
+  return table[(bf16 ? 1u << 16 : 0u) + (bits & 0xffffu)];
 }
 
 }  // namespace sim
 
 inline int thread_id() {
-  return sim::t_state->tid;
+  return sim::self().tid;
 }
 inline void sync_cta() {
-  sim::t_cta->cta_barrier.arrive_and_wait();
-  ++sim::t_state->cta_epoch;
-  ++sim::t_state->warp_epoch;
+  sim::t_fibers->arrive_and_wait(sim::t_cta->cta_barrier);
+  ++sim::self().cta_epoch;
+  ++sim::self().warp_epoch;
 }
 inline void sync_warp() {
   sim::warp_barrier();
-  ++sim::t_state->warp_epoch;
+  ++sim::self().warp_epoch;
 }
 inline float shfl_xor(float v, int lane_mask) {
   sim::WarpExchange& x = sim::warp_exchange();
@@ -280,7 +293,6 @@ inline float shfl_xor(float v, int lane_mask) {
 }
 
 inline void cp_async_16(void* dst, const void* src, int src_bytes) {
-  std::lock_guard<std::mutex> lock(sim::t_cta->mu);
   const std::size_t off = sim::smem_offset(dst, 16, 16, "cp.async dst");
   if (off == std::string::npos) return;
   sim::Copy copy{off, {}};
@@ -296,11 +308,12 @@ inline void cp_async_16(void* dst, const void* src, int src_bytes) {
     sim::check_write(cell, "cp.async");
     sim::t_cta->cells[cell].pending = true;
   }
-  sim::t_state->open.push_back(copy);
+  sim::self().open.push_back(copy);
 }
 inline void cp_async_commit() {
-  sim::t_state->groups.push_back(std::move(sim::t_state->open));
-  sim::t_state->open.clear();
+  sim::ThreadState& s = sim::self();
+  s.groups.push_back(std::move(s.open));
+  s.open.clear();
 }
 template <int kPending>
 inline void cp_async_wait() {
@@ -314,23 +327,20 @@ inline void ldmatrix_impl(std::uint32_t (&r)[4], const void* p, bool trans) {
   const int lane = sim::lane();
   x.addr[lane] = p;
   sim::warp_barrier();
-  {
-    std::lock_guard<std::mutex> lock(sim::t_cta->mu);
-    for (int j = 0; j < 4; ++j) {
-      if (!trans) {
-        const std::size_t off = sim::smem_offset(x.addr[8 * j + lane / 4], 16, 16, "ldmatrix row");
-        r[j] = off == std::string::npos ? 0u : sim::read_u32(off + 4 * (lane % 4), "ldmatrix");
-      } else {
-        std::uint32_t v = 0;
-        for (int h = 0; h < 2; ++h) {
-          const std::size_t off =
-              sim::smem_offset(x.addr[8 * j + 2 * (lane % 4) + h], 16, 16, "ldmatrix.trans row");
-          if (off != std::string::npos)
-            v |= static_cast<std::uint32_t>(sim::read_u16(off + 2 * (lane / 4), "ldmatrix.trans"))
-                 << (16 * h);
-        }
-        r[j] = v;
+  for (int j = 0; j < 4; ++j) {
+    if (!trans) {
+      const std::size_t off = sim::smem_offset(x.addr[8 * j + lane / 4], 16, 16, "ldmatrix row");
+      r[j] = off == std::string::npos ? 0u : sim::read_u32(off + 4 * (lane % 4), "ldmatrix");
+    } else {
+      std::uint32_t v = 0;
+      for (int h = 0; h < 2; ++h) {
+        const std::size_t off =
+            sim::smem_offset(x.addr[8 * j + 2 * (lane % 4) + h], 16, 16, "ldmatrix.trans row");
+        if (off != std::string::npos)
+          v |= static_cast<std::uint32_t>(sim::read_u16(off + 2 * (lane / 4), "ldmatrix.trans"))
+               << (16 * h);
       }
+      r[j] = v;
     }
   }
   sim::warp_barrier();
@@ -369,14 +379,18 @@ inline void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t 
       sim::g_mma == mma::Arch::none
           ? nullptr
           : mma::dot_function(sim::g_mma, mma::Instruction::mma, mma::Kind::f16);
+  // This lane's two rows of A and two columns of B, k increasing: (2, 16) each.
+  double a_rows[2][16], b_cols[2][16];
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 16; ++k) {
+      a_rows[h][k] = a_at(lane / 4 + 8 * h, k);
+      b_cols[h][k] = b_at(k, 2 * (lane % 4) + h);
+    }
+  }
   float d[4];
   for (int i = 0; i < 4; ++i) {
-    const int row = lane / 4 + 8 * (i / 2), n = 2 * (lane % 4) + i % 2;
-    double a_row[16], b_col[16];  // (k) this element's operands, k increasing
-    for (int k = 0; k < 16; ++k) {
-      a_row[k] = a_at(row, k);
-      b_col[k] = b_at(k, n);
-    }
+    const double* a_row = a_rows[i / 2];  // row lane / 4 + 8 (i / 2)
+    const double* b_col = b_cols[i % 2];  // column 2 (lane % 4) + i % 2
     if (dot) {
       d[i] = static_cast<float>(dot(mma::operands(fmt, fmt), a_row, 1, b_col, 1, 16,
                                     static_cast<double>(c[i]), mma::Output::fp32));
@@ -399,7 +413,6 @@ inline std::uint32_t pack2(float lo, float hi) {
 }
 
 inline void st_shared_u32(void* p, std::uint32_t v) {
-  std::lock_guard<std::mutex> lock(sim::t_cta->mu);
   const std::size_t off = sim::smem_offset(p, 4, 4, "st.shared");
   if (off == std::string::npos) return;
   for (std::size_t cell = off / 2; cell < off / 2 + 2; ++cell) {
@@ -422,7 +435,6 @@ inline void store_global(void* dst, const void* src, std::size_t bytes, const ch
   std::memcpy(dst, src, bytes);
 }
 inline void copy16_shared_to_global(void* dst, const void* src) {
-  std::lock_guard<std::mutex> lock(sim::t_cta->mu);
   const std::size_t off = sim::smem_offset(src, 16, 16, "ld.shared.v4");
   if (off == std::string::npos) return;
   for (std::size_t cell = off / 2; cell < off / 2 + 8; ++cell)
@@ -430,31 +442,47 @@ inline void copy16_shared_to_global(void* dst, const void* src) {
   store_global(dst, sim::t_cta->smem.data() + off, 16, "st.global.v4");
 }
 inline void st_global_f32(float* p, float v) {
-  std::lock_guard<std::mutex> lock(sim::t_cta->mu);
   store_global(p, &v, 4, "st.global.f32");
 }
 
 namespace sim {
 
-// Runs `body(block_x, block_y)` for every CTA of the grid, one CTA at a time, each with `threads`
-// host threads and `smem_bytes` of race-checked shared memory. Returns every error found
-// (empty: none), including cp.async copies issued and never waited for.
+// Runs `body(smem, block_x, block_y)` for every CTA of the grid, one CTA at a time, each with
+// `threads` simulated threads and `smem_bytes` of race-checked shared memory. Returns every error
+// found (empty: none), including cp.async copies issued and never waited for and a barrier that
+// not every thread reached.
 template <class Body>
 std::vector<std::string> run_grid(int grid_x, int grid_y, int threads, std::size_t smem_bytes,
                                   Global& global, Body body) {
+  struct Launch {
+    Cta* cta;
+    Body* body;
+    int bx, by;
+  };
+  // Each simulated thread: the body, and an exception as an error (a fiber must not throw).
+  const auto entry = [](void* p) {
+    const Launch& l = *static_cast<Launch*>(p);
+    try {
+      (*l.body)(l.cta->smem.data(), l.bx, l.by);
+    } catch (const std::exception& e) {
+      l.cta->error("thread " + std::to_string(self().tid) + " threw: " + e.what());
+    } catch (...) {
+      l.cta->error("thread " + std::to_string(self().tid) + " threw");
+    }
+  };
   std::vector<std::string> errors;
+  Fibers fibers(static_cast<std::size_t>(threads));
   for (int by = 0; by < grid_y; ++by) {
     for (int bx = 0; bx < grid_x; ++bx) {
       Cta cta(threads, smem_bytes, &global);
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&cta, &body, t, bx, by] {
-          t_cta = &cta;
-          t_state = &cta.state[static_cast<std::size_t>(t)];
-          body(cta.smem.data(), bx, by);
-        });
-      }
-      for (std::thread& th : pool) th.join();
+      Launch launch{&cta, &body, bx, by};
+      Cta* const outer = t_cta;
+      t_cta = &cta;
+      const std::size_t stuck = fibers.run(entry, &launch);
+      t_cta = outer;
+      if (stuck > 0)
+        cta.error("deadlock: " + std::to_string(stuck) +
+                  " threads wait at a barrier that the others never reach");
       for (const ThreadState& s : cta.state)
         if (!s.open.empty() || !s.groups.empty())
           cta.error("thread " + std::to_string(s.tid) +

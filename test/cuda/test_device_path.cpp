@@ -235,6 +235,9 @@ TEST_CASE("the device golden equals the CPU golden", "[cuda][golden]") {
     attention::Options o;
     o.causal = g.causal;
     for (numerics::Format f : {numerics::Format::bf16, numerics::Format::fp32}) {
+      // The golden computes in fp64 whatever the input format, which changes the values only:
+      // the smoke scale (sanitizer and clang builds) runs bf16 inputs alone.
+      if (test::kSmokeScale && f == numerics::Format::fp32) continue;
       INFO("N_q " << g.shape.seq_q << " N_kv " << g.shape.seq_kv << " d " << g.shape.head_dim << " "
                   << g.dist.describe() << " " << numerics::format_name(f) << " seed " << seed);
       const attention::Inputs in = inputs::make_inputs(g.shape, g.dist, seed++, f);

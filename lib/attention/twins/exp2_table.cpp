@@ -12,7 +12,6 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
-#include <sys/stat.h>
 
 #include "attention/parallel.hpp"
 
@@ -207,16 +206,6 @@ void write_exp2_table(const std::string& path, const Exp2Table& t) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     fail(path, std::string("rename: ") + std::strerror(errno));
-}
-
-std::string find_exp2_table() {
-  if (const char* env = std::getenv("ATTNDEV_EXP2_TABLE"); env && *env) return env;
-#ifdef ATTNDEV_DATA_DIR
-  const std::string path = std::string(ATTNDEV_DATA_DIR) + "/exp2/" + kExp2TableFileName;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return path;
-#endif
-  return "";
 }
 
 float TableExp2::operator()(float x) const {
