@@ -34,7 +34,7 @@ set(attndev_test_costs
     "right padding masked gives each sequence's own bits, every exact preset|2|11"
     "attndev train --quick runs the weight study end to end|11|0"
     "fa2-cuda split-KV path: per-split passes, fp32 partial O, and the combine kernel|0|10"
-    "tensor-core float lanes equal the scalar model on every profile|9|1"
+    "tensor-core float lanes equal the scalar model on every profile, fp32 and fp16 D|12|1"
     "experiment_external_worker|6|9"
     "a run killed with SIGKILL mid-sweep resumes to the uninterrupted result|1|9"
     "a mask of zeros is no mask and an explicit causal mask is the causal option|1|8"
