@@ -139,6 +139,7 @@ inline void nvf4_lanes(const float* a, std::ptrdiff_t lda, const float* b, std::
                        const int* k, int rows, const float* scale_a, std::ptrdiff_t ld_sa,
                        const float* scale_b, std::ptrdiff_t ld_sb, int groups, double* acc,
                        std::ptrdiff_t ld_acc) {
+  if (rows <= 0 || *std::max_element(k, k + rows) == 0) return;  // D is C; b may be empty
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {

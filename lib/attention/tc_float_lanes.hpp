@@ -480,6 +480,9 @@ template <class P, numerics::mma::Output kOut = numerics::mma::Output::fp32>
 void lane_chain_rows_f(const float* a, std::ptrdiff_t lda, const Expo* ea, const float* b,
                        const Expo* eb, std::ptrdiff_t ldb, const int* k, int rows, int groups,
                        double* acc, std::ptrdiff_t ld_acc) {
+  // No dot-add runs when every k is 0: D is C as it came, and b may be empty (a null pointer,
+  // which must not be offset).
+  if (rows <= 0 || *std::max_element(k, k + rows) == 0) return;
   for (int g = 0; g < groups; g += 4) {
     const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(g) * kLanes;
     switch (std::min(4, groups - g)) {
