@@ -418,7 +418,7 @@ void fast_rows(const Shared& f, const HeadOperands& ho, const RowBlock& rb, Outp
     pb.exps.resize(sz(bc / kMxBlock + 1));
   }
   QLanes ql;
-  if (f.qk_lanes) quant_lane_gemms::make_q_lanes(f.g, c, rb.row_begin, rows, ql);
+  if (f.qk_lanes) quant_lane_gemms::make_q_lanes(c, rb.row_begin, rows, ql);
   const int kv_end = visible_count(rb.row_end - 1, p.shape.seq_q, p.shape.seq_kv, p.causal);
   for (int j0 = 0; j0 < kv_end; j0 += bc) {
     for (int r = 0; r < rows; ++r)
@@ -488,10 +488,7 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
   f.p_round = numerics::FloatRounder(r.p_format, numerics::Overflow::saturate);
   // Heads in chunks of as many as there are threads: each chunk's K and V converted once
   // (quant_operands.hpp), then its row blocks (items are head-major: row_block).
-  const quant_operands::Forms qk{f.qk_lanes && !f.g.qk_in_float(r),
-                                 f.qk_lanes && f.g.qk_in_float(r)};
-  const quant_operands::Forms pv{f.pv_lanes && !f.g.pv_in_float(r),
-                                 f.pv_lanes && f.g.pv_in_float(r)};
+
   const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
   const std::size_t blocks = row_block_count(p.shape, p.block_r) / heads;
   const std::size_t chunk = sz(thread_count(p.threads));
@@ -502,7 +499,7 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
       const std::size_t bh = h0 + i;
       const QuantContext c = make_quant_context(qp, static_cast<int>(bh / sz(p.shape.heads)),
                                                 static_cast<int>(bh % sz(p.shape.heads)));
-      ops[i] = quant_operands::make_head_operands(c, p.block_c, qk, pv);
+      ops[i] = quant_operands::make_head_operands(c, p.block_c, f.qk_lanes, f.pv_lanes);
     });
     parallel_for(n * blocks, p.threads, p.schedule_seed, [&](std::size_t local) {
       const std::size_t item = h0 * blocks + local;

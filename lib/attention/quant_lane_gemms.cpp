@@ -42,36 +42,18 @@ bool lanes_usable(const double* x, const char* special, int n) {
 
 }  // namespace
 
-bool LaneGemms::qk_in_float(const quant::RecipeSpec& r) const {
-  return qk_chain_f != nullptr || r.qk == OperandKind::nvfp4;
-}
-bool LaneGemms::pv_in_float(const quant::RecipeSpec& r) const {
-  return pv_chain_f != nullptr || r.pv == OperandKind::nvfp4;
-}
-
 LaneGemms make_lane_gemms(const quant::RecipeSpec& r, mma::Arch arch, int block_c) {
   LaneGemms g;
   g.block_c = block_c;
   const mma::Instruction ins = mma::default_instruction(arch);
-  if (r.qk == OperandKind::mxfp8) {
-    g.qk_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-    g.qk_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
-  }
-  if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16) {
-    const tc_lanes::Gemm gemm = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3);
-    g.qk_chain = gemm.chain;
-    g.qk_chain_f = gemm.chain_rows_f;
-  }
-  if (r.pv == OperandKind::mxfp8) {
-    g.pv_chain = &tc_lanes::lane_chain<mma::Sm100MxF8>;
-    g.pv_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
-  }
+  if (r.qk == OperandKind::mxfp8) g.qk_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
+  if (r.qk == OperandKind::fp8 || r.qk == OperandKind::fp16)
+    g.qk_chain_f = tc_lanes::gemm_of(arch, Format::fp8_e4m3, Format::fp8_e4m3).chain_rows_f;
+  if (r.pv == OperandKind::mxfp8) g.pv_chain_f = &tc_lanes::lane_chain_rows_f<mma::Sm100MxF8>;
   if (r.pv == OperandKind::fp8 || r.pv == OperandKind::fp16) {
     const mma::Kind kind = r.pv == OperandKind::fp16 ? mma::Kind::f16 : mma::Kind::f8;
     mma::with_profile(arch, ins, kind, [&](auto profile) {
       using P = decltype(profile);
-      g.pv_chain =
-          r.pv_fp16 ? &tc_lanes::lane_chain<P, mma::Output::fp16> : &tc_lanes::lane_chain<P>;
       g.pv_chain_f = r.pv_fp16 ? &tc_lanes::lane_chain_rows_f<P, mma::Output::fp16>
                                : &tc_lanes::lane_chain_rows_f<P>;
     });
@@ -79,18 +61,13 @@ LaneGemms make_lane_gemms(const quant::RecipeSpec& r, mma::Arch arch, int block_
   return g;
 }
 
-void make_q_lanes(const LaneGemms& g, const QuantContext& c, int i0, int rows, QLanes& ql) {
+void make_q_lanes(const QuantContext& c, int i0, int rows, QLanes& ql) {
   const int d = c.d;
   const bool mx = c.r.qk == OperandKind::mxfp8, nv = c.r.qk == OperandKind::nvfp4;
-  const bool in_float = g.qk_in_float(c.r);
   const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
-  ql.value.resize(sz(rows) * d);
-  ql.expo.resize(ql.value.size());
+  ql.value_f.resize(sz(rows) * d);
+  ql.expo_f.resize(ql.value_f.size());
   ql.special.assign(sz(rows), 0);
-  if (in_float) {
-    ql.value_f.resize(ql.value.size());
-    ql.expo_f.resize(ql.value.size());
-  }
   if (nv) {
     ql.scale_f.resize(sz(rows) * (d / kNvBlock));
     for (int r = 0; r < rows; ++r)
@@ -98,16 +75,15 @@ void make_q_lanes(const LaneGemms& g, const QuantContext& c, int i0, int rows, Q
         ql.scale_f[sz(r) * (d / kNvBlock) + g] =
             f32(c.qp.q.scales[c.qp.q.group(c.b, c.h, i0 + r, 0) + g]);  // e4m3: exact
   }
-  std::vector<int> s(sz(d));  // (d)
+  std::vector<int> s(sz(d));                 // (d) mxfp8's scale exponents
+  std::vector<double> qv(sz(d)), qx(sz(d));  // (d) one row in the double lanes' form
   for (int r = 0; r < rows; ++r) {
     const bool scales_ok = !mx || mx_row_exponents(c.qp.q, c.b, c.h, i0 + r, d, s.data());
     const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
-                                  ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d);
-    ql.special[sz(r)] = bad != 0 || !scales_ok;
-    if (in_float)
-      ql.special[sz(r)] |=
-          !float_lane_operands(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d, d,
-                               ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d);
+                                  qv.data(), qx.data());
+    const bool exact = float_lane_operands(qv.data(), qx.data(), d, ql.value_f.data() + sz(r) * d,
+                                           ql.expo_f.data() + sz(r) * d);
+    ql.special[sz(r)] = bad != 0 || !scales_ok || !exact;
   }
 }
 
@@ -116,25 +92,16 @@ void qk_lanes(const LaneGemms& g, const QuantContext& c, const QLanes& ql, const
               int i0, int rows, int j0, const int* n, float* s, int ld_s) {
   const int d = c.d, ldb = kt.ldb, t = j0 / g.block_c;
   const int groups = (*std::max_element(n, n + rows) + kLanes - 1) / kLanes;
-  const bool nv = c.r.qk == OperandKind::nvfp4;
   const char* key_special = kt.special.data() + sz(t) * ldb;  // (ldb)
   std::vector<double> sd(sz(rows) * ldb, 0.0);                // (rows, ldb) S from C = 0
   const std::vector<int> k(sz(rows), d);                      // (rows)
   if (g.qk_chain_f) {
     g.qk_chain_f(ql.value_f.data(), d, ql.expo_f.data(), kt.value_f.data() + kt.tile(t),
                  kt.expo_f.data() + kt.tile(t), ldb, k.data(), rows, groups, sd.data(), ldb);
-  } else if (nv) {
+  } else {                                                                // nvfp4 operands
     const float* ks = kt.scales_f.data() + sz(t) * (d / kNvBlock) * ldb;  // (d / 16, ldb)
     quant_lanes::nvf4_lanes(ql.value_f.data(), d, kt.value_f.data() + kt.tile(t), ldb, k.data(),
                             rows, ql.scale_f.data(), d / kNvBlock, ks, ldb, groups, sd.data(), ldb);
-  } else {
-    for (int r = 0; r < rows; ++r) {
-      for (int l = 0; l < groups; ++l)
-        g.qk_chain(ql.value.data() + sz(r) * d, ql.expo.data() + sz(r) * d,
-                   kt.value.data() + kt.tile(t) + sz(l) * kLanes,
-                   kt.expo.data() + kt.tile(t) + sz(l) * kLanes, ldb, d,
-                   sd.data() + sz(r) * ldb + sz(l) * kLanes);
-    }
   }
   for (int r = 0; r < rows; ++r) {
     const double* row = sd.data() + sz(r) * ldb;  // (ldb)
@@ -161,17 +128,16 @@ void pv_lanes(const LaneGemms& g, const QuantContext& c, const ValueRows& vr, in
   const double emin = numerics::traits(pv_format).min_exponent;
   std::vector<char> col_special(sz(ldb), 0);  // (ldb)
   if (mx)
-    for (int g = j0 / kMxBlock; g * kMxBlock < j0 + n_max; ++g)
-      for (int t = 0; t < d; ++t) col_special[sz(t)] |= vr.scale_special[sz(g) * ldb + t];
+    for (int blk = j0 / kMxBlock; blk * kMxBlock < j0 + n_max; ++blk)
+      for (int t = 0; t < d; ++t) col_special[sz(t)] |= vr.scale_special[sz(blk) * ldb + t];
   if (std::any_of(vr.key_special.begin() + j0, vr.key_special.begin() + j0 + n_max,
                   [](char x) { return x != 0; }))
     std::fill(col_special.begin(), col_special.end(), 1);
-  const bool in_float = g.pv_in_float(c.r);
-  const std::size_t at = sz(j0) * ldb;                      // V's rows from key j0: (n, ldb)
-  std::vector<double> pa(sz(rows) * n_max), pe(pa.size());  // (rows, n) P as lane operands
-  std::vector<int> ps(sz(n_max));                           // (n) one row's exponents
-  std::vector<float> paf(in_float ? pa.size() : 0);         // (rows, n) as floats
-  std::vector<tc_lanes::Expo> pef(paf.size());              // (rows, n)
+  const std::size_t at = sz(j0) * ldb;               // V's rows from key j0: (n, ldb)
+  std::vector<double> pa(sz(n_max)), pe(pa.size());  // (n) one row of P as lane operands
+  std::vector<int> ps(sz(n_max));                    // (n) its mxfp8 scale exponents
+  std::vector<float> paf(sz(rows) * n_max);          // (rows, n) P in the float lanes' form
+  std::vector<tc_lanes::Expo> pef(paf.size());       // (rows, n)
   const int ld_ps = n_max / kNvBlock + 1;
   std::vector<float> psf(nv ? sz(rows) * ld_ps : 0);  // (rows, n / 16) nvfp4's P scales
   std::vector<double> cd(sz(rows) * ldb, 0.0);        // (rows, ldb) C, then D
@@ -190,38 +156,27 @@ void pv_lanes(const LaneGemms& g, const QuantContext& c, const ValueRows& vr, in
                static_cast<int>(static_cast<double>(paf[at_p + sz(j)]) != x);
       }
       row_special[sz(r)] = bad != 0;
+      for (int blk = 0; blk * kNvBlock < n; ++blk)
+        psf[sz(r) * ld_ps + blk] = f32(pb.scale[sz(blk)]);  // e4m3: exact
     } else {
       if (mx)
         for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-      row_special[sz(r)] = lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
-                                         pa.data() + at_p, pe.data() + at_p) != 0;
-      if (in_float)
-        row_special[sz(r)] |= !float_lane_operands(pa.data() + at_p, pe.data() + at_p, n,
-                                                   paf.data() + at_p, pef.data() + at_p);
+      const int bad =
+          lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data());
+      const bool exact =
+          float_lane_operands(pa.data(), pe.data(), n, paf.data() + at_p, pef.data() + at_p);
+      row_special[sz(r)] = bad != 0 || !exact;
     }
-    if (nv)
-      for (int g = 0; g * kNvBlock < n; ++g)
-        psf[sz(r) * ld_ps + g] = f32(pb.scale[sz(g)]);  // e4m3: exact
-    const float* cr = cacc + sz(r) * ld_c;              // (d)
+    const float* cr = cacc + sz(r) * ld_c;  // (d)
     std::copy(cr, cr + d, cd.begin() + static_cast<std::ptrdiff_t>(sz(r) * ldb));
   }
   if (g.pv_chain_f) {
     g.pv_chain_f(paf.data(), n_max, pef.data(), vr.value_f.data() + at, vr.expo_f.data() + at, ldb,
                  act, rows, groups, cd.data(), ldb);
-  } else if (nv) {
+  } else {                                                           // nvfp4 operands
     const float* vs = vr.scales_f.data() + sz(j0 / kNvBlock) * ldb;  // (n / 16, ldb)
     quant_lanes::nvf4_lanes(paf.data(), n_max, vr.value_f.data() + at, ldb, act, rows, psf.data(),
                             ld_ps, vs, ldb, groups, cd.data(), ldb);
-  } else {
-    for (int r = 0; r < rows; ++r) {
-      const int n = act[r];
-      if (n == 0) continue;
-      const std::size_t at_p = sz(r) * n_max;
-      for (int l = 0; l < groups; ++l)
-        g.pv_chain(pa.data() + at_p, pe.data() + at_p, vr.value.data() + at + sz(l) * kLanes,
-                   vr.expo.data() + at + sz(l) * kLanes, ldb, n,
-                   cd.data() + sz(r) * ldb + sz(l) * kLanes);
-    }
   }
   for (int r = 0; r < rows; ++r) {
     const int n = act[r];

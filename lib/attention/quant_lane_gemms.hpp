@@ -3,8 +3,7 @@
 // profile's lane dot-adds on the head's converted operands (quant_operands.hpp):
 //   * tc_float_lanes.hpp's float lanes for fp8, fp16 and block-scaled fp8 operands (an fp32 D,
 //     or the fp16 D of SageAttention 1 and 2++), several rows per call;
-//   * quant_lanes.hpp's kind::mxf4nvf4 lanes for nvfp4 operands (SageAttention3);
-//   * tc_lanes.hpp's double lanes where a chain has no float form.
+//   * quant_lanes.hpp's kind::mxf4nvf4 lanes for nvfp4 operands (SageAttention3).
 // Each result is the reference's f32(dot) bit for bit (test_fast_quant.cpp): what the lanes
 // cannot reproduce (a row or key holding inf or NaN or a value that is not an exact float, a
 // block scale that is not finite, a D that is not finite) is recomputed by the reference's own
@@ -16,21 +15,15 @@
 #include "attention/quant_attention.hpp"
 #include "attention/quant_operands.hpp"
 #include "attention/tc_float_lanes.hpp"
-#include "attention/tc_lanes.hpp"
 
 namespace attndev::attention::detail::quant_lane_gemms {
 
 // A recipe's lane chains on one profile.
 struct LaneGemms {
   int block_c = 0;
-  // Double lanes for fp8 / fp16 / block-scaled fp8 operands (fp16 D where P V accumulates in
-  // fp16); the float lanes of the same profiles, used instead where set.
-  tc_lanes::LaneChain qk_chain = nullptr, pv_chain = nullptr;
+  // The float lanes for fp8 / fp16 / block-scaled fp8 operands (fp16 D where P V accumulates in
+  // fp16); null for nvfp4 operands, which run kind::mxf4nvf4's lanes.
   tc_lanes::LaneChainRowsF qk_chain_f = nullptr, pv_chain_f = nullptr;
-
-  // Whether QK^T / P V read the float form: the float chains and kind::mxf4nvf4's lanes.
-  bool qk_in_float(const quant::RecipeSpec& r) const;
-  bool pv_in_float(const quant::RecipeSpec& r) const;
 };
 
 // The chains of recipe r on profile arch (not none), tiles of block_c keys.
@@ -38,13 +31,12 @@ LaneGemms make_lane_gemms(const quant::RecipeSpec& r, numerics::mma::Arch arch, 
 
 // The Q rows of one work item as lane operands, made once per item.
 struct QLanes {
-  std::vector<double> value = {}, expo = {};  // (rows, d)
-  std::vector<float> value_f = {};            // (rows, d) the float lanes' form
-  std::vector<tc_lanes::Expo> expo_f = {};    // (rows, d)
-  std::vector<float> scale_f = {};            // (rows, d / 16) nvfp4's block scales
-  std::vector<char> special = {};             // (rows)
+  std::vector<float> value_f = {};          // (rows, d) the float lanes' form
+  std::vector<tc_lanes::Expo> expo_f = {};  // (rows, d)
+  std::vector<float> scale_f = {};          // (rows, d / 16) nvfp4's block scales
+  std::vector<char> special = {};           // (rows)
 };
-void make_q_lanes(const LaneGemms& g, const QuantContext& c, int i0, int rows, QLanes& ql);
+void make_q_lanes(const QuantContext& c, int i0, int rows, QLanes& ql);
 
 // S(r, j) = f32(dot) for keys j0 + [0, n[r]) of rows [i0, i0 + rows): s (rows, ld_s).
 void qk_lanes(const LaneGemms& g, const QuantContext& c, const QLanes& ql,

@@ -20,7 +20,7 @@ std::size_t sz(long long x) {
   return static_cast<std::size_t>(x);
 }
 
-KeyTiles make_key_tiles(const QuantContext& c, int bc, Forms forms) {
+KeyTiles make_key_tiles(const QuantContext& c, int bc) {
   const quant::Quantized& k = c.qp.k;
   const int d = c.d, n_kv = c.qp.p->shape.seq_kv, tiles = (n_kv + bc - 1) / bc;
   const bool mx = c.r.qk == OperandKind::mxfp8, nv = c.r.qk == OperandKind::nvfp4;
@@ -29,14 +29,8 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc, Forms forms) {
   kt.d = d;
   kt.ldb = (bc + tc_lanes::kLanes - 1) / tc_lanes::kLanes * tc_lanes::kLanes;
   const std::size_t all = kt.tile(tiles);
-  if (forms.in_double) {
-    kt.value.assign(all, 0.0);
-    kt.expo.assign(all, tc_lanes::kZeroExponent);
-  }
-  if (forms.in_float) {
-    kt.value_f.assign(all, 0.0f);
-    kt.expo_f.assign(all, tc_lanes::kZeroExponentF);
-  }
+  kt.value_f.assign(all, 0.0f);
+  kt.expo_f.assign(all, tc_lanes::kZeroExponentF);
   if (nv) kt.scales_f.assign(sz(tiles) * (d / kNvBlock) * kt.ldb, 0.0f);
   kt.special.assign(sz(tiles) * kt.ldb, 0);
   std::vector<double> kv(sz(d)), kx(sz(d));  // (d) one key's operands
@@ -51,18 +45,11 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc, Forms forms) {
         lane_operands(c.k8 + sz(j) * d, d, emin, mx ? se.data() : nullptr, kv.data(), kx.data());
     char& special = kt.special[sz(t) * kt.ldb + lane];
     special = bad != 0 || !scales_ok;
-    if (forms.in_float) {
-      special |= !float_lane_operands(kv.data(), kx.data(), d, kvf.data(), kxf.data());
-      for (int i = 0; i < d; ++i) {
-        kt.value_f[at + sz(i) * kt.ldb] = kvf[sz(i)];
-        kt.expo_f[at + sz(i) * kt.ldb] = kxf[sz(i)];
-      }
+    special |= !float_lane_operands(kv.data(), kx.data(), d, kvf.data(), kxf.data());
+    for (int i = 0; i < d; ++i) {
+      kt.value_f[at + sz(i) * kt.ldb] = kvf[sz(i)];
+      kt.expo_f[at + sz(i) * kt.ldb] = kxf[sz(i)];
     }
-    if (forms.in_double)
-      for (int i = 0; i < d; ++i) {
-        kt.value[at + sz(i) * kt.ldb] = kv[sz(i)];
-        kt.expo[at + sz(i) * kt.ldb] = kx[sz(i)];
-      }
     if (nv)
       for (int g = 0; g < d / kNvBlock; ++g)
         kt.scales_f[(sz(t) * (d / kNvBlock) + g) * kt.ldb + lane] =
@@ -71,7 +58,7 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc, Forms forms) {
   return kt;
 }
 
-ValueRows make_value_rows(const QuantContext& c, Forms forms) {
+ValueRows make_value_rows(const QuantContext& c) {
   const quant::Quantized& vq = c.qp.v;
   const int d = c.d, n_kv = c.qp.p->shape.seq_kv;
   const bool mx = c.r.pv == OperandKind::mxfp8, nv = c.r.pv == OperandKind::nvfp4;
@@ -80,13 +67,8 @@ ValueRows make_value_rows(const QuantContext& c, Forms forms) {
   ValueRows vr;
   vr.ldb = (d + tc_lanes::kLanes - 1) / tc_lanes::kLanes * tc_lanes::kLanes;
   const std::size_t all = sz(n_kv) * vr.ldb;
-  // The double form is the conversion's output; kept only where a chain reads it.
-  vr.value.assign(all, 0.0);
-  vr.expo.assign(all, tc_lanes::kZeroExponent);
-  if (forms.in_float) {
-    vr.value_f.assign(all, 0.0f);
-    vr.expo_f.assign(all, tc_lanes::kZeroExponentF);
-  }
+  vr.value_f.assign(all, 0.0f);
+  vr.expo_f.assign(all, tc_lanes::kZeroExponentF);
   vr.key_special.assign(sz(n_kv), 0);
   if (mx) vr.scale_special.assign(sz((n_kv + kMxBlock - 1) / kMxBlock) * vr.ldb, 0);
   if (nv) {
@@ -96,7 +78,8 @@ ValueRows make_value_rows(const QuantContext& c, Forms forms) {
         vr.scales_f[sz(j / kNvBlock) * vr.ldb + t] =
             static_cast<float>(vq.scales[vq.group(c.b, c.h, j, t)]);  // e4m3 (or NaN): exact
   }
-  std::vector<int> se(sz(d), 0);  // (d) mxfp8: the scale exponents of key j's group of 32
+  std::vector<int> se(sz(d), 0);             // (d) mxfp8: the scale exponents of key j's group
+  std::vector<double> kv(sz(d)), kx(sz(d));  // (d) key j's row in the double lanes' form
   for (int j = 0; j < n_kv; ++j) {
     if (mx && j % kMxBlock == 0)
       for (int t = 0; t < d; ++t) {
@@ -106,15 +89,11 @@ ValueRows make_value_rows(const QuantContext& c, Forms forms) {
       }
     const std::size_t row = sz(j) * vr.ldb;
     char& special = vr.key_special[sz(j)];
-    special = lane_operands(c.v8 + sz(j) * d, d, emin, mx ? se.data() : nullptr,
-                            vr.value.data() + row, vr.expo.data() + row) != 0;
-    if (forms.in_float)
-      special |= !float_lane_operands(vr.value.data() + row, vr.expo.data() + row, d,
-                                      vr.value_f.data() + row, vr.expo_f.data() + row);
-  }
-  if (!forms.in_double) {
-    vr.value = {};
-    vr.expo = {};
+    const int bad =
+        lane_operands(c.v8 + sz(j) * d, d, emin, mx ? se.data() : nullptr, kv.data(), kx.data());
+    const bool exact = float_lane_operands(kv.data(), kx.data(), d, vr.value_f.data() + row,
+                                           vr.expo_f.data() + row);
+    special = bad != 0 || !exact;
   }
   return vr;
 }
@@ -165,10 +144,10 @@ bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, i
   return ok;
 }
 
-HeadOperands make_head_operands(const QuantContext& c, int bc, Forms qk, Forms pv) {
+HeadOperands make_head_operands(const QuantContext& c, int bc, bool qk, bool pv) {
   HeadOperands h;
-  if (qk.in_double || qk.in_float) h.k = make_key_tiles(c, bc, qk);
-  if (pv.in_double || pv.in_float) h.v = make_value_rows(c, pv);
+  if (qk) h.k = make_key_tiles(c, bc);
+  if (pv) h.v = make_value_rows(c);
   return h;
 }
 

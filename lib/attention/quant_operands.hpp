@@ -1,8 +1,9 @@
 // The quantized recipes' operands as the tensor-core lanes read them (fast_quant.cpp): each
-// element value (x 2^s where a power-of-two block scale is folded in) with its exponent, in the
-// double lanes' form (tc_lanes.hpp) or the float lanes' (tc_float_lanes.hpp), and per key which
-// lanes the lanes cannot reproduce (an operand that is not finite or not an exact float, a block
-// scale that is not finite): those go to the reference's scalar functions.
+// element value (x 2^s where a power-of-two block scale is folded in) with its exponent, made in
+// the double lanes' form (lane_operands: exact for every value and scale) and kept in the float
+// lanes' (tc_float_lanes.hpp), and per key which lanes the lanes cannot reproduce (an operand that
+// is not finite or not an exact float, a block scale that is not finite): those go to the
+// reference's scalar functions.
 //
 // K and V are the same for every row block of a head, so a head's are converted once
 // (HeadOperands), not once per (row block, key block): at N = 4096 with Br = 64 that is 64
@@ -34,20 +35,14 @@ bool float_lane_operands(const double* value, const double* expo, int n, float* 
 // mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
 bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s);
 
-// Which forms of an operand the chains read: the double lanes', the float lanes', or both.
-struct Forms {
-  bool in_double = false, in_float = false;
-};
-
 // One head's K^T as the QK lanes read it: tiles of Bc keys, keys in lanes (ldb of them, the
 // padding zeros), d rows per tile.
 struct KeyTiles {
   int d = 0, ldb = 0;
-  std::vector<double> value = {}, expo = {};  // (tiles, d, ldb) double form
-  std::vector<float> value_f = {};            // (tiles, d, ldb) float form
-  std::vector<tc_lanes::Expo> expo_f = {};    // (tiles, d, ldb)
-  std::vector<float> scales_f = {};           // (tiles, d / 16, ldb) nvfp4's block scales
-  std::vector<char> special = {};             // (tiles, ldb)
+  std::vector<float> value_f = {};          // (tiles, d, ldb) the float lanes' form
+  std::vector<tc_lanes::Expo> expo_f = {};  // (tiles, d, ldb)
+  std::vector<float> scales_f = {};         // (tiles, d / 16, ldb) nvfp4's block scales
+  std::vector<char> special = {};           // (tiles, ldb)
 
   std::size_t tile(int t) const { return static_cast<std::size_t>(t) * d * ldb; }
 };
@@ -56,12 +51,11 @@ struct KeyTiles {
 // padding zeros).
 struct ValueRows {
   int ldb = 0;
-  std::vector<double> value = {}, expo = {};  // (N_kv, ldb) double form
-  std::vector<float> value_f = {};            // (N_kv, ldb) float form
-  std::vector<tc_lanes::Expo> expo_f = {};    // (N_kv, ldb)
-  std::vector<char> key_special = {};         // (N_kv) an operand not finite or not exact
-  std::vector<char> scale_special = {};       // (ceil(N_kv / 32), ldb) mxfp8: a scale not finite
-  std::vector<float> scales_f = {};           // (ceil(N_kv / 16), ldb) nvfp4's block scales
+  std::vector<float> value_f = {};          // (N_kv, ldb) the float lanes' form
+  std::vector<tc_lanes::Expo> expo_f = {};  // (N_kv, ldb)
+  std::vector<char> key_special = {};       // (N_kv) an operand not finite or not exact
+  std::vector<char> scale_special = {};     // (ceil(N_kv / 32), ldb) mxfp8: a scale not finite
+  std::vector<float> scales_f = {};         // (ceil(N_kv / 16), ldb) nvfp4's block scales
 };
 
 struct HeadOperands {
@@ -69,7 +63,7 @@ struct HeadOperands {
   ValueRows v;
 };
 
-// Head (c.b, c.h)'s K (when qk, tiles of bc keys) and V (when pv) in the forms given.
-HeadOperands make_head_operands(const QuantContext& c, int bc, Forms qk, Forms pv);
+// Head (c.b, c.h)'s K (when qk, tiles of bc keys) and V (when pv) in the float lanes' form.
+HeadOperands make_head_operands(const QuantContext& c, int bc, bool qk, bool pv);
 
 }  // namespace attndev::attention::detail::quant_operands

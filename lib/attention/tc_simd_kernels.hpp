@@ -29,7 +29,6 @@ namespace tc_lanes {
 
 // One GEMM's profile: the lane chain, the scalar model for the lanes it hands back, the operands.
 struct Gemm {
-  LaneChain chain = nullptr;              // double lanes (the quantized recipes' form)
   LaneChainF chain_f = nullptr;           // float lanes (the fast path's)
   LaneChainRowsF chain_rows_f = nullptr;  // the same, several rows per call
   numerics::mma::DotFunction dot = nullptr;
@@ -44,7 +43,6 @@ inline Gemm gemm_of(numerics::mma::Arch arch, numerics::Format fa, numerics::For
   mma::kind_of(fa, fb, kind);
   const mma::Instruction ins = mma::default_instruction(arch);
   mma::with_profile(arch, ins, kind, [&](auto profile) {
-    g.chain = &lane_chain<decltype(profile)>;
     g.chain_f = &lane_chain_f<decltype(profile)>;
     g.chain_rows_f = &lane_chain_rows_f<decltype(profile)>;
   });
