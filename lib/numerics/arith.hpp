@@ -33,7 +33,7 @@ ATTNDEV_HD inline void two_prod(double a, double b, double& hi, double& lo) {
 // when hi is exactly a midpoint of f: every midpoint of f is a double, so a midpoint strictly
 // between hi and hi + lo would be nearer to hi + lo than hi is. The midpoint above the largest
 // finite value counts too: 65520 - 2^-30 must give 65504 in fp16, not inf.
-ATTNDEV_HD inline double round_to(Format f, double hi, double lo) {
+ATTNDEV_HD_OUTLINE double round_to(Format f, double hi, double lo) {
   if (f == Format::fp64 || lo == 0.0 || !(fabs(hi) <= 1.7976931348623157e308)) {
     return round_to(f, hi);
   }

@@ -107,7 +107,7 @@ ATTNDEV_HD inline double round_e8m0(const FormatTraits& t, double x, Overflow ov
 // Formats without inf and NaN (fp6, fp4, int8, int4) saturate whatever the rule, and keep a NaN
 // input a NaN (they cannot hold it; a quantizer counts it). Unsigned formats (e8m0, ue4m3) give
 // NaN for a negative value; e8m0 has no zero (detail::round_e8m0). Integer results are never -0.
-ATTNDEV_HD inline double round_to(Format f, double x, Overflow overflow) {
+ATTNDEV_HD_OUTLINE double round_to(Format f, double x, Overflow overflow) {
   if (f == Format::fp64) return x;
   const FormatTraits t = traits(f);
   if (x != x) return x;
