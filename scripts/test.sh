@@ -9,6 +9,8 @@
 #             as errors (scripts/clang-check.sh)
 #   clang 14  build/sanitize: ASan + UBSan + libFuzzer coverage; the sanitizer suite
 #             (scripts/sanitize.sh) and the fuzz targets (scripts/fuzz.sh) link from it
+#   The two clang builds check, they do not ship: code the tests spend little time in compiles at
+#   -O0 there (ATTNDEV_LIGHT_OPT, top-level CMakeLists.txt), the rest at the build's own level.
 # At the end a table of each step's wall time; a run over 45 minutes is warned about (CI's limit
 # is 90). Environment: ATTNDEV_JOBS (parallelism), ATTNDEV_SANITIZE_TESTS=0 and
 # ATTNDEV_FUZZ_SECONDS=0 (leave those steps out of a quick local run), CCACHE_DISABLE=1 (compile
