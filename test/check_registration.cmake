@@ -8,8 +8,12 @@
 # `--warn NoTests`, which makes that run exit 2; this check catches the registration itself,
 # before anything runs, and the names that would break it.)
 #
+# It also checks that every test test/ctest_costs.cmake gives a COST to exists: that list orders
+# the tests by name, and ctest ignores a property set on a test it does not have, so a renamed
+# test would lose its place (and a long test start last) without a word.
+#
 #   cmake -DCTEST=<ctest> -DBUILD_DIR=<build dir> -DEXECUTABLES=<file: one executable per line>
-#         -P check_registration.cmake
+#         [-DCOSTS=<the generated catch_costs.cmake>] -P check_registration.cmake
 cmake_minimum_required(VERSION 3.25)
 
 set(problems "")
@@ -52,6 +56,10 @@ math(EXPR last_test "${n_tests} - 1")
 foreach(t RANGE ${last_test})
   string(JSON test_${t} GET "${tests}" ${t})
   string(JSON runs_${t} ERROR_VARIABLE no_command GET "${test_${t}}" command 0)
+  # Every entry's name, as a set keyed by its hash (a name is no CMake variable name).
+  string(JSON registered_name GET "${test_${t}}" name)
+  string(MD5 key "${registered_name}")
+  set(registered_${key} 1)
 endforeach()
 
 file(READ ${EXECUTABLES} exe_text)
@@ -114,6 +122,34 @@ foreach(e RANGE ${last_exe})
     problem("${exe_name}: defines ${name_COUNT} test cases but ctest has ${entries} entries for it")
   endif()
 endforeach()
+
+# The COSTs ctest_costs.cmake could not give at configure time (the Catch2 test cases, and any
+# name no add_test declared): each must name an entry.
+if(DEFINED COSTS)
+  file(READ ${COSTS} costs_text)
+  split_lines("${costs_text}" cost)
+  set(cost_problems "")
+  if(cost_COUNT GREATER 0)
+    math(EXPR last_cost "${cost_COUNT} - 1")
+    foreach(c RANGE ${last_cost})
+      if(NOT cost_${c} MATCHES "^set_tests_properties\\(\\[==\\[(.*)\\]==\\] PROPERTIES COST")
+        string(APPEND cost_problems "  ${COSTS}: a line not written by ctest_costs.cmake: ${cost_${c}}\n")
+        continue()
+      endif()
+      set(cost_name "${CMAKE_MATCH_1}")
+      string(MD5 key "${cost_name}")
+      if(NOT DEFINED registered_${key})
+        string(APPEND cost_problems "  \"${cost_name}\"\n")
+      endif()
+    endforeach()
+  endif()
+  if(NOT cost_problems STREQUAL "")
+    message(FATAL_ERROR "test/ctest_costs.cmake gives a COST to tests that do not exist (renamed or "
+                        "removed: ctest would ignore the entry and start the test in declared "
+                        "order):\n${cost_problems}"
+                        "Rename or remove these entries in test/ctest_costs.cmake.")
+  endif()
+endif()
 
 if(NOT problems STREQUAL "")
   message(FATAL_ERROR "test registration is broken (tests that never run would count as passed):\n"
