@@ -471,8 +471,8 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
                                      p.block_c)
                : pack_tensors<float>(p, qp.q.values, qp.k.values, qp.v.values, p.block_c);
   }
+  const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
   if (r.score != ScoreForm::block_scaled) {
-    const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
     f.sq.resize(heads * p.shape.seq_q);
     f.sk.resize(heads * p.shape.seq_kv);
     for (int b = 0; b < p.shape.batch; ++b)
@@ -488,8 +488,6 @@ void run_quant_fast(const QuantProblem& qp, Output& out, std::vector<quant::Stat
   f.p_round = numerics::FloatRounder(r.p_format, numerics::Overflow::saturate);
   // Heads in chunks of as many as there are threads: each chunk's K and V converted once
   // (quant_operands.hpp), then its row blocks (items are head-major: row_block).
-
-  const std::size_t heads = sz(p.shape.batch) * p.shape.heads;
   const std::size_t blocks = row_block_count(p.shape, p.block_r) / heads;
   const std::size_t chunk = sz(thread_count(p.threads));
   std::vector<HeadOperands> ops(chunk);  // (chunk)

@@ -23,7 +23,6 @@ using quant_operands::float_lane_operands;
 using quant_operands::KeyTiles;
 using quant_operands::kMxBlock;
 using quant_operands::kNvBlock;
-using quant_operands::lane_operands;
 using quant_operands::mx_row_exponents;
 using quant_operands::ValueRows;
 constexpr int kLanes = tc_lanes::kLanes;
@@ -64,7 +63,7 @@ LaneGemms make_lane_gemms(const quant::RecipeSpec& r, mma::Arch arch, int block_
 void make_q_lanes(const QuantContext& c, int i0, int rows, QLanes& ql) {
   const int d = c.d;
   const bool mx = c.r.qk == OperandKind::mxfp8, nv = c.r.qk == OperandKind::nvfp4;
-  const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
+  const int emin = numerics::traits(Format::fp8_e4m3).min_exponent;
   ql.value_f.resize(sz(rows) * d);
   ql.expo_f.resize(ql.value_f.size());
   ql.special.assign(sz(rows), 0);
@@ -75,15 +74,13 @@ void make_q_lanes(const QuantContext& c, int i0, int rows, QLanes& ql) {
         ql.scale_f[sz(r) * (d / kNvBlock) + g] =
             f32(c.qp.q.scales[c.qp.q.group(c.b, c.h, i0 + r, 0) + g]);  // e4m3: exact
   }
-  std::vector<int> s(sz(d));                 // (d) mxfp8's scale exponents
-  std::vector<double> qv(sz(d)), qx(sz(d));  // (d) one row in the double lanes' form
+  std::vector<int> s(sz(d));  // (d) mxfp8's scale exponents
   for (int r = 0; r < rows; ++r) {
     const bool scales_ok = !mx || mx_row_exponents(c.qp.q, c.b, c.h, i0 + r, d, s.data());
-    const int bad = lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
-                                  qv.data(), qx.data());
-    const bool exact = float_lane_operands(qv.data(), qx.data(), d, ql.value_f.data() + sz(r) * d,
-                                           ql.expo_f.data() + sz(r) * d);
-    ql.special[sz(r)] = bad != 0 || !scales_ok || !exact;
+    const bool usable =
+        float_lane_operands(c.q8 + sz(i0 + r) * d, d, emin, mx ? s.data() : nullptr,
+                            ql.value_f.data() + sz(r) * d, ql.expo_f.data() + sz(r) * d);
+    ql.special[sz(r)] = !usable || !scales_ok;
   }
 }
 
@@ -125,7 +122,7 @@ void pv_lanes(const LaneGemms& g, const QuantContext& c, const ValueRows& vr, in
   const int ldb = vr.ldb, groups = ldb / kLanes;
   const bool mx = c.r.pv == OperandKind::mxfp8, nv = c.r.pv == OperandKind::nvfp4;
   const Format pv_format = c.r.pv == OperandKind::fp16 ? Format::fp16 : Format::fp8_e4m3;
-  const double emin = numerics::traits(pv_format).min_exponent;
+  const int emin = numerics::traits(pv_format).min_exponent;
   std::vector<char> col_special(sz(ldb), 0);  // (ldb)
   if (mx)
     for (int blk = j0 / kMxBlock; blk * kMxBlock < j0 + n_max; ++blk)
@@ -133,11 +130,10 @@ void pv_lanes(const LaneGemms& g, const QuantContext& c, const ValueRows& vr, in
   if (std::any_of(vr.key_special.begin() + j0, vr.key_special.begin() + j0 + n_max,
                   [](char x) { return x != 0; }))
     std::fill(col_special.begin(), col_special.end(), 1);
-  const std::size_t at = sz(j0) * ldb;               // V's rows from key j0: (n, ldb)
-  std::vector<double> pa(sz(n_max)), pe(pa.size());  // (n) one row of P as lane operands
-  std::vector<int> ps(sz(n_max));                    // (n) its mxfp8 scale exponents
-  std::vector<float> paf(sz(rows) * n_max);          // (rows, n) P in the float lanes' form
-  std::vector<tc_lanes::Expo> pef(paf.size());       // (rows, n)
+  const std::size_t at = sz(j0) * ldb;          // V's rows from key j0: (n, ldb)
+  std::vector<int> ps(sz(n_max));               // (n) a row of P's mxfp8 scale exponents
+  std::vector<float> paf(sz(rows) * n_max);     // (rows, n) P in the float lanes' form
+  std::vector<tc_lanes::Expo> pef(paf.size());  // (rows, n)
   const int ld_ps = n_max / kNvBlock + 1;
   std::vector<float> psf(nv ? sz(rows) * ld_ps : 0);  // (rows, n / 16) nvfp4's P scales
   std::vector<double> cd(sz(rows) * ldb, 0.0);        // (rows, ldb) C, then D
@@ -161,11 +157,8 @@ void pv_lanes(const LaneGemms& g, const QuantContext& c, const ValueRows& vr, in
     } else {
       if (mx)
         for (int j = 0; j < n; ++j) ps[sz(j)] = pb.exps[sz(j / kMxBlock)];
-      const int bad =
-          lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr, pa.data(), pe.data());
-      const bool exact =
-          float_lane_operands(pa.data(), pe.data(), n, paf.data() + at_p, pef.data() + at_p);
-      row_special[sz(r)] = bad != 0 || !exact;
+      row_special[sz(r)] = !float_lane_operands(pb.elem.data(), n, emin, mx ? ps.data() : nullptr,
+                                                paf.data() + at_p, pef.data() + at_p);
     }
     const float* cr = cacc + sz(r) * ld_c;  // (d)
     std::copy(cr, cr + d, cd.begin() + static_cast<std::ptrdiff_t>(sz(r) * ldb));

@@ -24,7 +24,7 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc) {
   const quant::Quantized& k = c.qp.k;
   const int d = c.d, n_kv = c.qp.p->shape.seq_kv, tiles = (n_kv + bc - 1) / bc;
   const bool mx = c.r.qk == OperandKind::mxfp8, nv = c.r.qk == OperandKind::nvfp4;
-  const double emin = numerics::traits(Format::fp8_e4m3).min_exponent;
+  const int emin = numerics::traits(Format::fp8_e4m3).min_exponent;
   KeyTiles kt;
   kt.d = d;
   kt.ldb = (bc + tc_lanes::kLanes - 1) / tc_lanes::kLanes * tc_lanes::kLanes;
@@ -33,19 +33,16 @@ KeyTiles make_key_tiles(const QuantContext& c, int bc) {
   kt.expo_f.assign(all, tc_lanes::kZeroExponentF);
   if (nv) kt.scales_f.assign(sz(tiles) * (d / kNvBlock) * kt.ldb, 0.0f);
   kt.special.assign(sz(tiles) * kt.ldb, 0);
-  std::vector<double> kv(sz(d)), kx(sz(d));  // (d) one key's operands
-  std::vector<int> se(sz(d));                // (d) its scale exponents
-  std::vector<float> kvf(sz(d));             // (d) as floats
-  std::vector<tc_lanes::Expo> kxf(sz(d));    // (d) their exponents
+  std::vector<int> se(sz(d));              // (d) one key's scale exponents
+  std::vector<float> kvf(sz(d));           // (d) its operands
+  std::vector<tc_lanes::Expo> kxf(sz(d));  // (d) their exponents
   for (int j = 0; j < n_kv; ++j) {
     const int t = j / bc, lane = j % bc;
     const std::size_t at = kt.tile(t) + sz(lane);  // (d) with stride ldb: key j's column of K^T
     const bool scales_ok = !mx || mx_row_exponents(k, c.b, c.h, j, d, se.data());
-    const int bad =
-        lane_operands(c.k8 + sz(j) * d, d, emin, mx ? se.data() : nullptr, kv.data(), kx.data());
-    char& special = kt.special[sz(t) * kt.ldb + lane];
-    special = bad != 0 || !scales_ok;
-    special |= !float_lane_operands(kv.data(), kx.data(), d, kvf.data(), kxf.data());
+    const bool usable = float_lane_operands(c.k8 + sz(j) * d, d, emin, mx ? se.data() : nullptr,
+                                            kvf.data(), kxf.data());
+    kt.special[sz(t) * kt.ldb + lane] = !usable || !scales_ok;
     for (int i = 0; i < d; ++i) {
       kt.value_f[at + sz(i) * kt.ldb] = kvf[sz(i)];
       kt.expo_f[at + sz(i) * kt.ldb] = kxf[sz(i)];
@@ -63,7 +60,7 @@ ValueRows make_value_rows(const QuantContext& c) {
   const int d = c.d, n_kv = c.qp.p->shape.seq_kv;
   const bool mx = c.r.pv == OperandKind::mxfp8, nv = c.r.pv == OperandKind::nvfp4;
   const Format format = c.r.pv == OperandKind::fp16 ? Format::fp16 : Format::fp8_e4m3;
-  const double emin = numerics::traits(format).min_exponent;
+  const int emin = numerics::traits(format).min_exponent;
   ValueRows vr;
   vr.ldb = (d + tc_lanes::kLanes - 1) / tc_lanes::kLanes * tc_lanes::kLanes;
   const std::size_t all = sz(n_kv) * vr.ldb;
@@ -78,8 +75,7 @@ ValueRows make_value_rows(const QuantContext& c) {
         vr.scales_f[sz(j / kNvBlock) * vr.ldb + t] =
             static_cast<float>(vq.scales[vq.group(c.b, c.h, j, t)]);  // e4m3 (or NaN): exact
   }
-  std::vector<int> se(sz(d), 0);             // (d) mxfp8: the scale exponents of key j's group
-  std::vector<double> kv(sz(d)), kx(sz(d));  // (d) key j's row in the double lanes' form
+  std::vector<int> se(sz(d), 0);  // (d) mxfp8: the scale exponents of key j's group
   for (int j = 0; j < n_kv; ++j) {
     if (mx && j % kMxBlock == 0)
       for (int t = 0; t < d; ++t) {
@@ -88,49 +84,34 @@ ValueRows make_value_rows(const QuantContext& c) {
         se[sz(t)] = std::isfinite(scale) ? std::ilogb(scale) : 0;
       }
     const std::size_t row = sz(j) * vr.ldb;
-    char& special = vr.key_special[sz(j)];
-    const int bad =
-        lane_operands(c.v8 + sz(j) * d, d, emin, mx ? se.data() : nullptr, kv.data(), kx.data());
-    const bool exact = float_lane_operands(kv.data(), kx.data(), d, vr.value_f.data() + row,
-                                           vr.expo_f.data() + row);
-    special = bad != 0 || !exact;
+    vr.key_special[sz(j)] =
+        !float_lane_operands(c.v8 + sz(j) * d, d, emin, mx ? se.data() : nullptr,
+                             vr.value_f.data() + row, vr.expo_f.data() + row);
   }
   return vr;
 }
 
 }  // namespace
 
-int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo) {
-  int bad = 0;
+bool float_lane_operands(const double* x, int n, int emin, const int* s, float* value,
+                         tc_lanes::Expo* expo) {
+  int bad = 0;  // a loop that vectorizes (no && chain)
   for (int i = 0; i < n; ++i) {
     std::uint64_t u;
     std::memcpy(&u, &x[i], sizeof u);
     const int field = static_cast<int>((u >> 52) & 0x7FFu);
-    bad += field == 0x7FF;
-    const double e = std::max(static_cast<double>(field - 1023), emin);
-    value[i] = x[i];
-    expo[i] = x[i] == 0 ? tc_lanes::kZeroExponent : e;
+    const int scale = s ? s[i] : 0;  // |s| <= 127: 2^s and the sum below are exact
+    const std::uint64_t bits = static_cast<std::uint64_t>(scale + 1023) << 52;
+    double p2;
+    std::memcpy(&p2, &bits, sizeof p2);
+    const double v = x[i] * p2;
+    value[i] = static_cast<float>(v);
+    // Not finite, or not an exact float (a scale folded in beyond fp32's range): no lane takes it.
+    bad |= static_cast<int>(field == 0x7FF) | static_cast<int>(static_cast<double>(value[i]) != v);
+    expo[i] = v == 0 ? tc_lanes::kZeroExponentF
+                     : static_cast<tc_lanes::Expo>(std::max(field - 1023, emin) + scale);
   }
-  if (s)
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t bits = static_cast<std::uint64_t>(s[i] + 1023) << 52;  // 2^s, |s| <= 127
-      double p2;
-      std::memcpy(&p2, &bits, sizeof p2);
-      value[i] = value[i] * p2;
-      expo[i] = expo[i] + s[i];  // a zero's stays far below every product's
-    }
-  return bad;
-}
-
-bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
-                         tc_lanes::Expo* ef) {
-  bool exact = true;
-  for (int i = 0; i < n; ++i) {
-    vf[i] = static_cast<float>(value[i]);
-    exact = exact && static_cast<double>(vf[i]) == value[i];
-    ef[i] = value[i] == 0 ? tc_lanes::kZeroExponentF : static_cast<tc_lanes::Expo>(expo[i]);
-  }
-  return exact;
+  return bad == 0;
 }
 
 bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s) {

@@ -1,9 +1,8 @@
 // The quantized recipes' operands as the tensor-core lanes read them (fast_quant.cpp): each
-// element value (x 2^s where a power-of-two block scale is folded in) with its exponent, made in
-// the double lanes' form (lane_operands: exact for every value and scale) and kept in the float
-// lanes' (tc_float_lanes.hpp), and per key which lanes the lanes cannot reproduce (an operand that
-// is not finite or not an exact float, a block scale that is not finite): those go to the
-// reference's scalar functions.
+// element value (x 2^s where a power-of-two block scale is folded in) with its exponent, in the
+// float lanes' form (tc_float_lanes.hpp), and per key which lanes the lanes cannot reproduce (an
+// operand that is not finite or not an exact float, a block scale that is not finite): those go
+// to the reference's scalar functions.
 //
 // K and V are the same for every row block of a head, so a head's are converted once
 // (HeadOperands), not once per (row block, key block): at N = 4096 with Br = 64 that is 64
@@ -21,16 +20,13 @@ namespace attndev::attention::detail::quant_operands {
 
 inline constexpr int kMxBlock = 32, kNvBlock = 16;
 
-// Lane operands of x[0, n): value x 2^s[i] and exponent max(e(x), emin) + s[i] (a zero:
-// tc_lanes::kZeroExponent), with a power-of-two scale 2^s[i] folded in (s: nullptr for none), in
-// loops that vectorize. Returns how many x are not finite.
-int lane_operands(const double* x, int n, double emin, const int* s, double* value, double* expo);
-
-// Lane operands in the float lanes' form: values as floats, exponents as int32 (a zero's:
-// kZeroExponentF). False if a value is not an exact float (a scale folded in beyond fp32's
-// range, NaN): its lanes then take the scalar functions.
-bool float_lane_operands(const double* value, const double* expo, int n, float* vf,
-                         tc_lanes::Expo* ef);
+// x[0, n) in the float lanes' form: value x[i] 2^s[i] as a float and exponent
+// max(e(x[i]), emin) + s[i] (a zero's: kZeroExponentF), with a power-of-two block scale folded in
+// (s: nullptr for none; |s[i]| <= 127), in a loop that vectorizes. False if an x is not finite or
+// a value is not an exact float (a scale folded in beyond fp32's range): the lanes that read it
+// then take the scalar functions.
+bool float_lane_operands(const double* x, int n, int emin, const int* s, float* value,
+                         tc_lanes::Expo* expo);
 
 // mxfp8's scale exponents of one row along d (one scale per 32); false if a scale is not finite.
 bool mx_row_exponents(const quant::Quantized& x, int b, int h, int row, int d, int* s);
